@@ -1,0 +1,103 @@
+"""The core tool-calling runtime of cleveragents.
+
+Owns tool specs, the registry, the four-stage runner, the provider router, the loop
+(sync and async), the context and the records. It deliberately knows no transport, no
+provider SDK, no wire types and no files: the daemon, the adapters and the workspace
+tools stand on it, never the other way round.
+"""
+
+from ._cancel import CancelToken
+from ._errors import (
+    CapabilityError,
+    CleverAgentsError,
+    DuplicateToolError,
+    InvalidToolNameError,
+    ModelConfigError,
+    ModelProviderError,
+    NotInitializedError,
+    ProfileError,
+    RunNotFoundError,
+    RunStateError,
+    SandboxViolationError,
+    ToolActivationError,
+    ToolError,
+    ToolInputError,
+    ToolNotFoundError,
+    ToolOutputError,
+    ToolPermissionError,
+    ToolTimeoutError,
+)
+from ._events import EventSink, IterationSummary, NullEventSink
+from ._policy import AllowAll, PermissionQuery, ToolPolicy
+from ._registry import ToolRegistry
+from ._router import ToolCallRouter
+from ._runner import Stage, StageObserver, ToolRunner, ToolRunSession
+from ._runtime import DEFAULT_MAX_ITERATIONS, ToolCallingRuntime
+from ._spec import TOOL_NAME_PATTERN, ToolAnnotations, ToolHandler, ToolKind, ToolSpec
+from ._types import (
+    RESERVED_INPUT_KEYS,
+    JSONValue,
+    LLMCaller,
+    LLMRequest,
+    LLMResponse,
+    Message,
+    ToolActorContext,
+    ToolCall,
+    ToolCallRecord,
+    ToolCallRunResult,
+    ToolSchema,
+    Usage,
+)
+
+__all__ = [
+    "DEFAULT_MAX_ITERATIONS",
+    "RESERVED_INPUT_KEYS",
+    "TOOL_NAME_PATTERN",
+    "AllowAll",
+    "CancelToken",
+    "CapabilityError",
+    "CleverAgentsError",
+    "DuplicateToolError",
+    "EventSink",
+    "InvalidToolNameError",
+    "IterationSummary",
+    "JSONValue",
+    "LLMCaller",
+    "LLMRequest",
+    "LLMResponse",
+    "Message",
+    "ModelConfigError",
+    "ModelProviderError",
+    "NotInitializedError",
+    "NullEventSink",
+    "PermissionQuery",
+    "ProfileError",
+    "RunNotFoundError",
+    "RunStateError",
+    "SandboxViolationError",
+    "Stage",
+    "StageObserver",
+    "ToolActivationError",
+    "ToolActorContext",
+    "ToolAnnotations",
+    "ToolCall",
+    "ToolCallRecord",
+    "ToolCallRouter",
+    "ToolCallRunResult",
+    "ToolCallingRuntime",
+    "ToolError",
+    "ToolHandler",
+    "ToolInputError",
+    "ToolKind",
+    "ToolNotFoundError",
+    "ToolOutputError",
+    "ToolPermissionError",
+    "ToolPolicy",
+    "ToolRegistry",
+    "ToolRunSession",
+    "ToolRunner",
+    "ToolSchema",
+    "ToolSpec",
+    "ToolTimeoutError",
+    "Usage",
+]

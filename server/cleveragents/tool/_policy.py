@@ -1,0 +1,44 @@
+"""The permission seam: how the runner asks whether a call may run.
+
+The core knows nothing of profiles or editors. ``workspace.profiles`` implements
+automation profiles on top of this; the daemon adds ``permission/request``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable
+from typing import TYPE_CHECKING, Protocol
+
+import attrs
+
+from ._types import JSONValue, ToolActorContext
+
+if TYPE_CHECKING:
+    from ._spec import ToolSpec
+
+
+@attrs.define(slots=True, frozen=True)
+class PermissionQuery:
+    """One call awaiting a decision."""
+
+    spec: ToolSpec
+    arguments: dict[str, JSONValue]
+    call_id: str
+    iteration: int
+    context: ToolActorContext
+
+
+class ToolPolicy(Protocol):
+    """Returns ``None`` to allow the call, or the refusal text to record as its error.
+
+    May be sync or async; an async policy may ask a human and wait.
+    """
+
+    def authorize(self, query: PermissionQuery, /) -> str | Awaitable[str | None] | None: ...
+
+
+class AllowAll:
+    """The library default: every call is allowed."""
+
+    def authorize(self, query: PermissionQuery, /) -> str | None:
+        return None

@@ -1,0 +1,159 @@
+"""``ToolSpec``: what a tool is (name, schemas, annotations, timeout, handler, lifecycle hooks).
+
+A spec compiles its validators once, when it is built, so the hot path never compiles a
+schema. Identical schemas share one compiled validator.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import re
+import threading
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any, Literal
+
+import attrs
+import fastjsonschema
+
+from ._errors import InvalidToolNameError, ToolInputError, ToolOutputError
+from ._types import RESERVED_INPUT_KEYS, JSONValue, ToolActorContext, ToolSchema
+
+TOOL_NAME_PATTERN = re.compile(r"^[A-Za-z0-9_.:/-]{1,128}$")
+
+ToolKind = Literal["read", "write", "execute"]
+
+ToolHandler = Callable[[dict[str, JSONValue]], JSONValue | Awaitable[JSONValue]]
+"""Receives one dict of inputs (the model's arguments plus the reserved keys)."""
+
+LifecycleHook = Callable[[ToolActorContext], Awaitable[None] | None]
+
+Validator = Callable[[JSONValue], None]
+
+
+@attrs.define(slots=True, frozen=True)
+class ToolAnnotations:
+    """Hints about a tool's effects; automation profiles map them to a kind."""
+
+    read_only: bool = False
+    destructive: bool = False
+    idempotent: bool = False
+
+
+_validator_cache: dict[str, Validator] = {}
+_validator_lock = threading.Lock()
+
+
+def compile_schema(schema: Mapping[str, JSONValue]) -> Validator:
+    """Compile a JSON Schema once; identical schemas share one validator."""
+    key = json.dumps(schema, sort_keys=True, separators=(",", ":"))
+    with _validator_lock:
+        validator = _validator_cache.get(key)
+        if validator is None:
+            try:
+                validator = fastjsonschema.compile(dict(schema))
+            except fastjsonschema.JsonSchemaDefinitionException as exc:
+                raise ValueError(f"invalid JSON Schema: {exc}") from exc
+            _validator_cache[key] = validator
+    return validator
+
+
+def is_async_callable(fn: object) -> bool:
+    """Whether calling ``fn`` returns a coroutine (functions, methods, callable objects)."""
+    return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(
+        getattr(fn, "__call__", None)  # noqa: B004 - a callable object's method
+    )
+
+
+def _field_path(exc: fastjsonschema.JsonSchemaValueException, root: str) -> str:
+    path = [str(part) for part in (exc.path or [])[1:]]
+    return ".".join([root, *path]) if path else root
+
+
+def schema_error_message(exc: fastjsonschema.JsonSchemaValueException, root: str) -> str:
+    """Turn a validator error into a message that names the offending field."""
+    where = _field_path(exc, root)
+    text = str(exc.message)
+    # fastjsonschema says "data.x must be ..."; restate with our own root name.
+    if text.startswith("data"):
+        text = text.split(" ", 1)[1] if " " in text else text
+    return f"{where} {text}"
+
+
+def _strip_reserved(schema: Mapping[str, JSONValue]) -> dict[str, JSONValue]:
+    """The model-facing schema: reserved inputs removed from properties and required."""
+    stripped = dict(schema)
+    properties = schema.get("properties")
+    if isinstance(properties, Mapping) and RESERVED_INPUT_KEYS & properties.keys():
+        stripped["properties"] = {
+            k: v for k, v in properties.items() if k not in RESERVED_INPUT_KEYS
+        }
+    required = schema.get("required")
+    if isinstance(required, list) and RESERVED_INPUT_KEYS.intersection(required):
+        stripped["required"] = [k for k in required if k not in RESERVED_INPUT_KEYS]
+    return stripped
+
+
+@attrs.define(slots=True, eq=False)
+class ToolSpec:
+    """A tool: a namespaced name, schemas, annotations, a timeout, and a handler.
+
+    ``blocking=False`` declares a sync handler cheap enough to run inline on the
+    driver's thread (no worker thread, and so no timeout enforcement). ``on_activate``
+    runs once per run before the first call; ``on_deactivate`` when the run ends.
+    """
+
+    name: str
+    description: str
+    input_schema: Mapping[str, JSONValue]
+    handler: ToolHandler
+    output_schema: Mapping[str, JSONValue] | None = None
+    annotations: ToolAnnotations = attrs.field(factory=ToolAnnotations)
+    timeout_s: float | None = None
+    blocking: bool = True
+    kind: ToolKind | None = None
+    on_activate: LifecycleHook | None = None
+    on_deactivate: LifecycleHook | None = None
+    metadata: dict[str, Any] = attrs.field(factory=dict)
+    schema: ToolSchema = attrs.field(init=False)
+    is_async: bool = attrs.field(init=False)
+    _validate_input: Validator = attrs.field(init=False)
+    _validate_output: Validator | None = attrs.field(init=False)
+
+    def __attrs_post_init__(self) -> None:
+        if not isinstance(self.name, str) or not TOOL_NAME_PATTERN.match(self.name):
+            raise InvalidToolNameError(
+                f"invalid tool name {self.name!r}: names match {TOOL_NAME_PATTERN.pattern}"
+            )
+        if not callable(self.handler):
+            raise TypeError(f"tool {self.name!r}: handler must be callable")
+        if self.timeout_s is not None and self.timeout_s <= 0:
+            raise ValueError(f"tool {self.name!r}: timeout_s must be positive")
+        self.is_async = is_async_callable(self.handler)
+        parameters = _strip_reserved(self.input_schema)
+        self.schema = ToolSchema(self.name, self.description, parameters)
+        self._validate_input = compile_schema(parameters)
+        self._validate_output = (
+            compile_schema(self.output_schema) if self.output_schema is not None else None
+        )
+        if self.kind is None:
+            self.kind = "read" if self.annotations.read_only else "write"
+
+    def validate_input(self, arguments: dict[str, JSONValue]) -> None:
+        """Raise ``ToolInputError`` naming the offending field."""
+        try:
+            self._validate_input(arguments)
+        except fastjsonschema.JsonSchemaValueException as exc:
+            raise ToolInputError(
+                f"invalid arguments for {self.name}: {schema_error_message(exc, 'arguments')}"
+            ) from None
+
+    def validate_output(self, output: JSONValue) -> None:
+        if self._validate_output is None:
+            return
+        try:
+            self._validate_output(output)
+        except fastjsonschema.JsonSchemaValueException as exc:
+            raise ToolOutputError(
+                f"invalid output from {self.name}: {schema_error_message(exc, 'output')}"
+            ) from None

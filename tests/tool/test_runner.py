@@ -1,0 +1,181 @@
+"""ToolRunner's four stages: order, activation reuse, deactivation on every ending."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+from toolkit import calls, runtime, spec
+
+from cleveragents.tool import (
+    CancelToken,
+    PermissionQuery,
+    ToolActorContext,
+    ToolCall,
+    ToolRegistry,
+    ToolRunner,
+)
+
+MODES = ["sync", "async"]
+
+
+def lifecycle(log: list[str], name: str, handler: Any = None, **kw: Any) -> Any:
+    def activate(context: ToolActorContext) -> None:
+        log.append(f"activate:{name}")
+
+    def deactivate(context: ToolActorContext) -> None:
+        log.append(f"deactivate:{name}")
+
+    def run(inputs: dict[str, Any]) -> Any:
+        log.append(f"run:{name}")
+        return "ok"
+
+    return spec(name, handler or run, on_activate=activate, on_deactivate=deactivate, **kw)
+
+
+def observer(log: list[str]) -> Any:
+    return lambda stage, tool, call_id: log.append(f"{stage}:{tool}")
+
+
+def drive(rt: Any, mode: str, **kw: Any) -> Any:
+    if mode == "sync":
+        return rt.run_tool_loop("go", **kw)
+    return asyncio.run(rt.arun_tool_loop("go", **kw))
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_stages_run_in_order_and_activation_is_reused_within_a_run(mode: str) -> None:
+    log: list[str] = []
+    rt = runtime([calls(("t", {})), calls(("t", {})), {"content": "x"}],
+                 lifecycle(log, "t"), stage_observer=observer(log))  # fmt: skip
+    drive(rt, mode)
+    assert log == [
+        "discover:t", "activate:t", "activate:t", "execute:t", "run:t",
+        "discover:t", "execute:t", "run:t",
+        "deactivate:t", "deactivate:t",
+    ]  # fmt: skip
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_deactivate_runs_when_a_handler_raises(mode: str) -> None:
+    log: list[str] = []
+
+    def boom(inputs: dict[str, Any]) -> Any:
+        raise ValueError("bad")
+
+    rt = runtime([calls(("t", {})), {"content": "x"}], lifecycle(log, "t", boom))
+    result = drive(rt, mode)
+    assert not result.tool_call_history[0].success
+    assert log == ["activate:t", "deactivate:t"]
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_deactivate_runs_when_the_model_fails(mode: str) -> None:
+    log: list[str] = []
+    turns = iter([{"toolCalls": [{"name": "t", "arguments": {}}]}])
+
+    def model(request: Any) -> Any:
+        from cleveragents.tool import LLMResponse
+
+        turn = next(turns, None)
+        if turn is None:
+            raise ConnectionError("provider down")
+        return LLMResponse("", [ToolCall("c", "t", {})])
+
+    registry = ToolRegistry()
+    registry.register(lifecycle(log, "t"))
+    from cleveragents.tool import ToolCallingRuntime
+
+    rt = ToolCallingRuntime(registry, ToolRunner(registry), model)
+    with pytest.raises(ConnectionError):
+        drive(rt, mode)
+    assert log == ["activate:t", "run:t", "deactivate:t"]
+
+
+async def test_deactivate_runs_when_the_run_is_cancelled() -> None:
+    log: list[str] = []
+    token = CancelToken()
+    entered = asyncio.Event()
+
+    async def hang(inputs: dict[str, Any]) -> Any:
+        entered.set()
+        await asyncio.sleep(30)
+
+    rt = runtime([calls(("t", {})), {"content": "x"}], lifecycle(log, "t", hang))
+    task = asyncio.create_task(rt.arun_tool_loop("go", cancel=token))
+    async with asyncio.timeout(5):
+        await entered.wait()
+    token.cancel()
+    async with asyncio.timeout(5):
+        result = await task
+    assert result.cancelled
+    assert log == ["activate:t", "deactivate:t"]
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_failing_activation_fails_the_call_with_a_clear_error(mode: str) -> None:
+    def activate(context: ToolActorContext) -> None:
+        raise OSError("no database")
+
+    rt = runtime([calls(("t", {})), {"content": "x"}],
+                 spec("t", lambda i: "ok", on_activate=activate))  # fmt: skip
+    (record,) = drive(rt, mode).tool_call_history
+    assert record.error == "activation of tool t failed: OSError: no database"
+
+
+async def test_concurrent_calls_of_one_tool_activate_it_once() -> None:
+    log: list[str] = []
+
+    async def activate(context: ToolActorContext) -> None:
+        await asyncio.sleep(0)
+        log.append("activate")
+
+    rt = runtime([calls(("t", {}), ("t", {}), ("t", {})), {"content": "x"}],
+                 spec("t", lambda i: "ok", on_activate=activate))  # fmt: skip
+    result = await rt.arun_tool_loop("go")
+    assert log == ["activate"]
+    assert all(r.success for r in result.tool_call_history)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_the_policy_can_refuse_a_call_which_becomes_a_failed_record(mode: str) -> None:
+    asked: list[str] = []
+
+    class DenyWrites:
+        def authorize(self, query: PermissionQuery) -> str | None:
+            asked.append(query.spec.name)
+            return None if query.spec.kind == "read" else "denied by profile 'test': write"
+
+    from cleveragents.tool import ToolAnnotations
+
+    rt = runtime(
+        [calls(("r", {}), ("w", {})), {"content": "x"}],
+        spec("r", lambda i: "read", annotations=ToolAnnotations(read_only=True)),
+        spec("w", lambda i: "wrote"),
+        policy=DenyWrites(),
+    )
+    read, write = drive(rt, mode).tool_call_history
+    assert (read.success, read.output) == (True, "read")
+    assert (write.success, write.error) == (False, "denied by profile 'test': write")
+    assert asked == ["r", "w"]
+
+
+def test_the_runner_runs_a_single_call_outside_any_loop() -> None:
+    registry = ToolRegistry()
+    registry.register(spec("t", lambda i: i["sandbox_root"]))
+    runner = ToolRunner(registry)
+    record = runner.run(ToolCall("c1", "t", {}), ToolActorContext(sandbox_root="/w"))
+    assert (record.success, record.output, record.call_id, record.iteration) == (
+        True, "/w", "c1", 0,
+    )  # fmt: skip
+    missing = asyncio.run(runner.arun(ToolCall("c2", "missing", {})))
+    assert (missing.success, missing.error) == (False, "unknown tool 'missing'")
+
+
+def test_unparseable_arguments_from_a_provider_fail_the_call() -> None:
+    registry = ToolRegistry()
+    registry.register(spec("t", lambda i: "ok"))
+    record = ToolRunner(registry).run(ToolCall("c", "t", {}, parse_error="Expecting value"))
+    assert not record.success
+    assert record.error == "ValueError: arguments for t are not valid JSON: Expecting value"
