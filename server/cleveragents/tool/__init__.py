@@ -31,7 +31,7 @@ from ._events import EventSink, IterationSummary, NullEventSink
 from ._policy import AllowAll, PermissionQuery, ToolPolicy
 from ._registry import ToolRegistry
 from ._router import ToolCallRouter
-from ._runner import Stage, StageObserver, ToolRunner, ToolRunSession
+from ._runner import Stage, StageObserver, ToolRunner, ToolRunSession, current_tool_call
 from ._runtime import DEFAULT_MAX_ITERATIONS, ToolCallingRuntime
 from ._spec import TOOL_NAME_PATTERN, ToolAnnotations, ToolHandler, ToolKind, ToolSpec
 from ._types import (
@@ -100,4 +100,5 @@ __all__ = [
     "ToolSpec",
     "ToolTimeoutError",
     "Usage",
+    "current_tool_call",
 ]

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextvars
 import json
 import logging
 import threading
@@ -43,6 +44,20 @@ StageObserver: TypeAlias = Callable[[Stage, str, str], None]
 CANCELLED_ERROR = "cancelled: the run was cancelled before the tool finished"
 
 _perf = time.perf_counter
+
+_current_call: contextvars.ContextVar[tuple[ToolCall, int] | None] = contextvars.ContextVar(
+    "cleveragents_current_call", default=None
+)
+
+
+def current_tool_call() -> tuple[ToolCall, int] | None:
+    """The call (and its iteration) the current handler is running for.
+
+    A handler receives only its inputs; a proxy that must name the call on the wire
+    (the daemon's ``tools/call``) reads the call id and iteration from here.
+    """
+    return _current_call.get()
+
 _shared_pool: concurrent.futures.ThreadPoolExecutor | None = None
 _pool_lock = threading.Lock()
 
@@ -225,6 +240,7 @@ class ToolRunSession:
             if self._observe is not None:
                 self._observe("execute", spec.name, call.id)
             inputs = self._inputs(spec, call)
+            _current_call.set((call, iteration))
             policy = self._runner.policy
             if policy is not None:
                 refusal = policy.authorize(self._query(spec, call, iteration))
@@ -354,6 +370,7 @@ class ToolRunSession:
             if self._observe is not None:
                 self._observe("execute", spec.name, call.id)
             inputs = self._inputs(spec, call)
+            _current_call.set((call, iteration))
             policy = self._runner.policy
             if policy is not None:
                 refusal = _resolve(policy.authorize(self._query(spec, call, iteration)))

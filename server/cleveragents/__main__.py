@@ -1,0 +1,5 @@
+"""``python -m cleveragents`` is the ``cleveragents`` command."""
+
+from .cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,81 @@
+"""The ``cleveragents`` command: ``serve`` (the daemon), ``run``, ``demo`` and ``runs``.
+
+``serve`` imports only the daemon; the client-side commands import only the client, so
+each starts as fast as it can.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+EXIT_USAGE = 2
+
+
+def _tcp(value: str) -> tuple[str, int]:
+    host, sep, port = value.rpartition(":")
+    if not sep or not port.isdigit():
+        raise argparse.ArgumentTypeError("expected HOST:PORT, for example 127.0.0.1:7000")
+    return host or "127.0.0.1", int(port)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="cleveragents", description=__doc__.split("\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    serve = sub.add_parser("serve", help="run the daemon (JSON-RPC with LSP framing on stdio)")
+    serve.add_argument("--tcp", type=_tcp, metavar="HOST:PORT", help="listen on TCP instead")
+    serve.add_argument("--state-dir", type=Path, help="where transcripts go")
+    serve.add_argument("--model", help="default model spec, e.g. scripted:turns.json")
+    serve.add_argument("--profile", help="default automation profile (default: supervised)")
+    serve.add_argument("--log-level", default="WARNING", help="stderr log level")
+
+    run = sub.add_parser("run", help="start one run on a spawned daemon and stream it")
+    run.add_argument("prompt")
+    run.add_argument("--model", help="model spec (else $CLEVERAGENTS_MODEL)")
+    run.add_argument("--workspace", type=Path, default=Path.cwd(), help="sandbox root")
+    run.add_argument("--profile", help="automation profile")
+    run.add_argument("--max-iterations", type=int)
+    run.add_argument("--state-dir", type=Path)
+    run.add_argument("--json", action="store_true", help="print each notification as JSON")
+
+    demo = sub.add_parser("demo", help="a scripted run on a sample workspace, through the daemon")
+    demo.add_argument("--workspace", type=Path, help="use this folder instead of a temp copy")
+
+    runs = sub.add_parser("runs", help="list or show persisted runs")
+    runs_sub = runs.add_subparsers(dest="runs_command", required=True)
+    runs_sub.add_parser("list", help="list runs").add_argument("--state-dir", type=Path)
+    show = runs_sub.add_parser("show", help="show one run's result")
+    show.add_argument("run_id")
+    show.add_argument("--state-dir", type=Path)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:
+        return int(exc.code or 0) and EXIT_USAGE
+    if args.command == "serve":
+        from .daemon import configure_logging, serve
+
+        configure_logging(args.log_level.upper())
+        return serve(args.state_dir, args.tcp, args.model, args.profile)
+    if args.command == "demo":
+        from .client.demo import run_demo
+
+        return run_demo(args.workspace)
+    if args.command == "run":
+        from .client.commands import run_command
+
+        return run_command(args)
+    from .client.commands import runs_command
+
+    return runs_command(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,10 @@
+"""The Python client: spawn the daemon, register tools, run, stream events.
+
+It speaks the wire protocol through ``cleveragents.protocol``'s method names only; it
+imports neither pygls nor the daemon.
+"""
+
+from ._client import Client
+from ._connection import Connection, HandlerError, RpcError
+
+__all__ = ["Client", "Connection", "HandlerError", "RpcError"]

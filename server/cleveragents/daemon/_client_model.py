@@ -1,0 +1,76 @@
+"""The ``client`` model: each LLM call is an ``llm/generate`` request to the editor.
+
+The editor lends its own model (no key in the daemon). Its reply is checked as strictly
+as an HTTP provider's: a malformed reply fails the run with a clear message. Text the
+editor streams meanwhile may arrive as ``llm/delta`` notifications.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import TYPE_CHECKING, Any
+
+from ..protocol import ParamsError, structure, unstructure, wire
+from ..protocol import methods as m
+from ..tool import LLMRequest, LLMResponse, Message, ModelProviderError, ToolCall, Usage
+from ._peer import Peer, PeerRequestError
+
+if TYPE_CHECKING:
+    from ._runs import Run
+
+
+def wire_message(message: Message) -> wire.WireMessage:
+    return wire.WireMessage(
+        message.role,
+        message.content,
+        [wire.WireToolCall(c.id, c.name, c.arguments) for c in message.tool_calls] or None,
+        message.tool_call_id,
+        message.name,
+        message.is_error or None,
+    )
+
+
+class ClientModel:
+    """An async ``LLMCaller`` that asks the client, with a per-call timeout."""
+
+    def __init__(self, peer: Peer, run: Run, timeout_s: float = 300.0) -> None:
+        self._peer = peer
+        self._run = run
+        self._timeout_s = timeout_s
+
+    async def __call__(self, request: LLMRequest) -> LLMResponse:
+        params = wire.LlmGenerateParams(
+            self._run.run_id,
+            request.iteration,
+            [wire_message(message) for message in request.messages],
+            [wire.WireToolSchema(t.name, t.description, dict(t.parameters)) for t in request.tools],
+        )
+        self._run.on_llm_delta = lambda iteration, text: (
+            request.on_delta(text) if iteration == request.iteration else None
+        )
+        msg_id, future = self._peer.request(m.LLM_GENERATE, unstructure(params))
+        try:
+            async with asyncio.timeout(self._timeout_s):
+                reply: Any = await future
+        except asyncio.CancelledError:
+            self._peer.cancel_request(msg_id)
+            raise
+        except TimeoutError:
+            self._peer.cancel_request(msg_id)
+            raise ModelProviderError(
+                f"the client model did not answer llm/generate within {self._timeout_s:g} s"
+            ) from None
+        except PeerRequestError as exc:
+            raise ModelProviderError(f"the client model failed: {exc}") from None
+        finally:
+            self._run.on_llm_delta = None
+        try:
+            result = structure(reply, wire.LlmGenerateResult, root="result")
+        except ParamsError as exc:
+            raise ModelProviderError(f"malformed llm/generate reply: {exc}") from None
+        usage = result.usage
+        return LLMResponse(
+            result.content,
+            [ToolCall(c.id, c.name, dict(c.arguments)) for c in result.tool_calls],
+            Usage(usage.input_tokens, usage.output_tokens) if usage is not None else None,
+        )

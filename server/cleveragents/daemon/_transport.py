@@ -1,0 +1,189 @@
+"""LSP base framing over asyncio streams (stdio pipes or one TCP connection).
+
+pygls's own stdio reader hops to a thread for every read and drops what it cannot
+parse. This loop reads frames on the event loop and answers every request, including
+the ones pygls would leave unanswered: malformed JSON (-32700, ``id: null``), a
+non-object message (-32600), a request without ``params`` (-32602), and any request
+after ``shutdown`` (-32600). Valid messages go to the pygls protocol unchanged.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import sys
+from typing import TYPE_CHECKING, Any
+
+from pygls.exceptions import JsonRpcException
+
+from ..protocol import BY_NAME
+
+if TYPE_CHECKING:
+    from ._server import CleverAgentsServer
+
+logger = logging.getLogger(__name__)
+
+MAX_BODY = 64 * 1024 * 1024
+PARSE_ERROR = -32700
+INVALID_REQUEST = -32600
+INVALID_PARAMS = -32602
+
+
+class _Writer:
+    """What pygls writes through: the transport's buffered, non-blocking write."""
+
+    def __init__(self, transport: asyncio.WriteTransport) -> None:
+        self._transport = transport
+
+    def write(self, data: bytes) -> None:
+        if not self._transport.is_closing():
+            self._transport.write(data)
+
+    def close(self) -> None:
+        self._transport.close()
+
+
+def _frame(payload: dict[str, Any]) -> bytes:
+    body = json.dumps(payload).encode("utf-8")
+    return b"Content-Length: %d\r\n\r\n%s" % (len(body), body)
+
+
+async def _read_body(reader: asyncio.StreamReader) -> bytes | None:
+    """The next message body; ``None`` at end of input. Bad headers are skipped."""
+    length: int | None = None
+    while True:
+        line = await reader.readline()
+        if not line:
+            return None
+        if line in (b"\r\n", b"\n"):
+            if length is not None:
+                break
+            continue
+        name, _, value = line.decode("latin-1").partition(":")
+        if name.strip().lower() == "content-length":
+            try:
+                length = int(value.strip())
+            except ValueError:
+                length = None
+            if length is not None and not 0 <= length <= MAX_BODY:
+                length = None
+    try:
+        return await reader.readexactly(length)
+    except asyncio.IncompleteReadError:
+        return None
+
+
+class Connection:
+    """One client connection: reads frames and hands them to the server's protocol."""
+
+    def __init__(self, server: CleverAgentsServer, transport: asyncio.WriteTransport) -> None:
+        self.server = server
+        self.transport = transport
+        self.exit_code = 0
+        server.protocol.set_writer(_Writer(transport), include_headers=True)
+
+    def reply_error(self, msg_id: Any, code: int, message: str) -> None:
+        error = {"jsonrpc": "2.0", "id": msg_id, "error": {"code": code, "message": message}}
+        if not self.transport.is_closing():
+            self.transport.write(_frame(error))
+
+    def dispatch(self, body: bytes) -> None:
+        try:
+            data = json.loads(body)
+        except (ValueError, UnicodeDecodeError) as exc:
+            self.reply_error(None, PARSE_ERROR, f"parse error: {exc}")
+            return
+        if not isinstance(data, dict):
+            kind = "batch requests are not supported" if isinstance(data, list) else "not an object"
+            self.reply_error(None, INVALID_REQUEST, f"invalid request: {kind}")
+            return
+        msg_id = data.get("id")
+        method = data.get("method")
+        is_request = "id" in data and method is not None
+        if data.get("jsonrpc") != "2.0":
+            if "id" in data:
+                self.reply_error(msg_id, INVALID_REQUEST, "invalid request: jsonrpc must be '2.0'")
+            return
+        if method is not None and not isinstance(method, str):
+            self.reply_error(msg_id, INVALID_REQUEST, "invalid request: method must be a string")
+            return
+        if is_request and not isinstance(msg_id, (str, int)):
+            self.reply_error(None, INVALID_REQUEST, "invalid request: id must be a string or integer")
+            return
+        protocol = self.server.protocol
+        if is_request and protocol._shutdown and method != "exit":
+            self.reply_error(msg_id, INVALID_REQUEST, f"{method}: the server is shutting down")
+            return
+        if is_request and method in BY_NAME:
+            params = data.get("params")
+            if "params" not in data:
+                self.reply_error(msg_id, INVALID_PARAMS, "params: missing (send {} for none)")
+                return
+            if not isinstance(params, dict):
+                self.reply_error(msg_id, INVALID_PARAMS, "params: expected an object")
+                return
+        try:
+            message = protocol.structure_message(data)
+        except JsonRpcException as exc:
+            if is_request:
+                self.reply_error(msg_id, exc.code, f"{method}: invalid params")
+            return
+        except Exception:  # noqa: BLE001 - an unparseable message must not end the daemon
+            logger.exception("cannot read message %s", method)
+            if is_request:
+                self.reply_error(msg_id, INVALID_REQUEST, f"{method}: invalid request")
+            return
+        protocol.handle_message(message)
+
+    async def serve(self, reader: asyncio.StreamReader) -> int:
+        """Read until end of input or ``exit``; then cancel the runs left. Returns the
+        process exit code (LSP: 0 after shutdown, else 1 on ``exit``)."""
+        try:
+            while True:
+                body = await _read_body(reader)
+                if body is None:
+                    break
+                try:
+                    self.dispatch(body)
+                except SystemExit as stop:  # pygls's exit handler
+                    self.exit_code = stop.code if isinstance(stop.code, int) else 0
+                    break
+        finally:
+            await self.server.manager.cancel_all()
+        return self.exit_code
+
+
+async def serve_stdio(server: CleverAgentsServer) -> int:
+    loop = asyncio.get_running_loop()
+    reader = asyncio.StreamReader(limit=MAX_BODY)
+    stdin = os.fdopen(sys.stdin.fileno(), "rb", buffering=0, closefd=False)
+    stdout = os.fdopen(sys.stdout.fileno(), "wb", buffering=0, closefd=False)
+    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), stdin)
+    transport, _ = await loop.connect_write_pipe(asyncio.Protocol, stdout)
+    connection = Connection(server, transport)
+    code = await connection.serve(reader)
+    transport.close()
+    return code
+
+
+async def serve_tcp(server: CleverAgentsServer, host: str, port: int) -> int:
+    """Serve the first client that connects, then stop (one editor, one daemon)."""
+    done: asyncio.Future[int] = asyncio.get_running_loop().create_future()
+
+    async def on_client(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        if done.done():
+            writer.close()
+            return
+        connection = Connection(server, writer.transport)  # type: ignore[arg-type]
+        code = await connection.serve(reader)
+        writer.close()
+        if not done.done():
+            done.set_result(code)
+
+    listener = await asyncio.start_server(on_client, host, port, limit=MAX_BODY)
+    address = listener.sockets[0].getsockname()
+    logger.warning("cleveragents listening on %s:%s", address[0], address[1])
+    async with listener:
+        return await done

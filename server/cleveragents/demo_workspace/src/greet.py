@@ -1,0 +1,3 @@
+def greet(name: str) -> str:
+    # TODO: the greeting has a typo
+    return f"Helo, {name}!"
