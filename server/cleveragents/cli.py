@@ -63,7 +63,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         from .daemon import configure_logging, serve
 
         configure_logging(args.log_level.upper())
-        return serve(args.state_dir, args.tcp, args.model, args.profile)
+        code: int = serve(args.state_dir, args.tcp, args.model, args.profile)
+        return code
     if args.command == "demo":
         from .client.demo import run_demo
 

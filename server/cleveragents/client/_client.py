@@ -1,8 +1,8 @@
 """``Client``: spawn ``cleveragents serve``, register Python tools, run, stream events.
 
-    async with await Client.spawn(workspace="/path/to/project", model="scripted:turns.json") as client:
-        await client.register_tool("client/greet", "Greet someone.", {"type": "object"}, greet)
-        result = await client.run("Say hello", on_event=print)
+async with await Client.spawn(workspace="/path/to/project", model="scripted:turns.json") as client:
+    await client.register_tool("client/greet", "Greet someone.", {"type": "object"}, greet)
+    result = await client.run("Say hello", on_event=print)
 """
 
 from __future__ import annotations
@@ -64,11 +64,13 @@ class Client:
             *argv, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
             env={**os.environ, **(env or {})}, limit=64 * 1024 * 1024,
         )  # fmt: skip
-        assert process.stdin is not None and process.stdout is not None
+        assert process.stdin is not None
+        assert process.stdout is not None
         connection = Connection(process.stdout, process.stdin)
         connection.start()
         client = cls(process, connection)
-        folders = [Path(workspace).resolve(), *(Path(f).resolve() for f in extra_folders)]
+        # One resolve per folder at spawn time; not worth a thread hop.
+        folders = [Path(p).resolve() for p in (workspace, *extra_folders)]  # noqa: ASYNC240
         options: dict[str, Any] = {}
         if model is not None:
             options["model"] = model
@@ -81,7 +83,9 @@ class Client:
                     "processId": os.getpid(),
                     "rootUri": folders[0].as_uri(),
                     "workspaceFolders": [{"uri": f.as_uri(), "name": f.name} for f in folders],
-                    "capabilities": {"experimental": {"cleveragents": {"permissions": permissions}}},
+                    "capabilities": {
+                        "experimental": {"cleveragents": {"permissions": permissions}}
+                    },
                     "initializationOptions": options,
                 },
             )

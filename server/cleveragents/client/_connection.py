@@ -89,7 +89,9 @@ class Connection:
     def notify(self, method: str, params: dict[str, Any]) -> None:
         self._write({"jsonrpc": "2.0", "method": method, "params": params})
 
-    def send_request(self, method: str, params: dict[str, Any] | None) -> tuple[int, asyncio.Future[Any]]:
+    def send_request(
+        self, method: str, params: dict[str, Any] | None
+    ) -> tuple[int, asyncio.Future[Any]]:
         msg_id = next(self._ids)
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         self._pending[msg_id] = future
@@ -170,10 +172,11 @@ class Connection:
         except HandlerError as exc:
             self._write({"jsonrpc": "2.0", "id": msg_id,
                          "error": {"code": exc.code, "message": exc.message}})  # fmt: skip
-        except Exception as exc:  # noqa: BLE001 - a handler bug is an error reply, not a crash
+        except Exception as exc:
             logger.exception("handler for %s failed", method)
+            text = f"{type(exc).__name__}: {exc}"
             self._write({"jsonrpc": "2.0", "id": msg_id,
-                         "error": {"code": -32603, "message": f"{type(exc).__name__}: {exc}"}})  # fmt: skip
+                         "error": {"code": -32603, "message": text}})  # fmt: skip
         finally:
             self._inflight.pop(msg_id, None)
 

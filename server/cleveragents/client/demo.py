@@ -27,7 +27,8 @@ SCRIPT: list[dict[str, Any]] = [
                    {"name": "builtin/file-search", "arguments": {"pattern": "TODO"}}]},
     {"content": "Fixing the typo.",
      "toolCalls": [{"name": "builtin/file-edit",
-                    "arguments": {"path": "src/greet.py", "old_text": "Helo", "new_text": "Hello"}}]},
+                    "arguments": {"path": "src/greet.py",
+                                  "old_text": "Helo", "new_text": "Hello"}}]},
     {"content": "Telling the editor.",
      "toolCalls": [{"name": "client/show-message",
                     "arguments": {"text": "src/greet.py: greeting fixed"}}]},
@@ -57,7 +58,9 @@ def describe(method: str, params: dict[str, Any]) -> str:
             f"{outcome} -> {_short(r['output'], 60)}"
         )
     if method == m.RUN_ITERATION:
-        return f"{head} iteration {params['iteration']} done, {params['toolCallCount']} tool call(s)"
+        return (
+            f"{head} iteration {params['iteration']} done, {params['toolCallCount']} tool call(s)"
+        )
     if method == m.RUN_FINISHED:
         return f"{head} status={params['result']['status']}"
     return f"{head} {_short(params)}"
@@ -76,7 +79,10 @@ async def _demo(workspace: Path, state_dir: Path) -> int:
             return {"shown": True}
 
         def approve(request: dict[str, Any]) -> str:
-            print(f"     (editor) permission for {request['toolName']}: {request['reason']} -> allow_once")
+            print(
+                f"     (editor) permission for {request['toolName']}: "
+                f"{request['reason']} -> allow_once"
+            )
             return "allow_once"
 
         client.permission_handler = approve
@@ -85,7 +91,9 @@ async def _demo(workspace: Path, state_dir: Path) -> int:
             {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]},
             show_message, annotations={"readOnly": True},
         )  # fmt: skip
-        print(f"daemon up: protocol v{client.capabilities['protocolVersion']}, workspace {workspace}")
+        print(
+            f"daemon up: protocol v{client.capabilities['protocolVersion']}, workspace {workspace}"
+        )
         result = await client.run(
             "Fix the greeting in the sample project.",
             on_event=lambda method, params: print(describe(method, params), flush=True),

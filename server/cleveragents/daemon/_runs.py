@@ -9,6 +9,7 @@ token. It knows the wire types but not pygls: the connection is a ``Peer``.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import logging
 import time
 import uuid
@@ -20,10 +21,9 @@ from typing import Any
 import attrs
 
 from ..llm.spec import ModelSpec, create_caller, resolve_model_spec
+from ..protocol import ParamsError, unstructure, wire
 from ..protocol import methods as m
-from ..protocol import unstructure, wire
 from ..tool import (
-    RESERVED_INPUT_KEYS,
     CancelToken,
     CapabilityError,
     CleverAgentsError,
@@ -42,6 +42,7 @@ from ..tool import (
     ToolCallRecord,
     ToolCallRunResult,
     ToolError,
+    ToolNotFoundError,
     ToolPolicy,
     ToolRegistry,
     ToolRunner,
@@ -58,6 +59,9 @@ logger = logging.getLogger(__name__)
 
 DEFAULT_CLIENT_TOOL_TIMEOUT_S = 120.0
 RESERVED_PREFIXES = ("builtin/", "mcp:")
+
+_current_run_id: contextvars.ContextVar[str] = contextvars.ContextVar("cleveragents_run_id")
+"""The run whose task is running: how a shared client tool knows which run called it."""
 
 PolicyFactory = Callable[["Run", str | None], ToolPolicy | None]
 """Builds a run's permission policy from its profile name (``None``: the default)."""
@@ -198,7 +202,7 @@ class RunManager:
 
     def register_tools(self, params: wire.RegisterToolsParams) -> wire.RegisterToolsResult:
         layer = self._layer(params.run_id)
-        specs = [self._client_spec(definition) for definition in params.tools]
+        specs = [self._client_spec(index, d) for index, d in enumerate(params.tools)]
         names = [spec.name for spec in specs]
         duplicates = {n for n in names if names.count(n) > 1}
         if duplicates:
@@ -220,8 +224,6 @@ class RunManager:
             if name.startswith(RESERVED_PREFIXES):
                 raise SandboxViolationError(f"tool {name!r} is built in and cannot be removed")
             if not layer.owns(name):
-                from ..tool import ToolNotFoundError
-
                 raise ToolNotFoundError(f"tool {name!r} is not registered")
         for name in params.names:
             layer.unregister(name)
@@ -242,7 +244,7 @@ class RunManager:
             timeout_ms,
         )  # fmt: skip
 
-    def _client_spec(self, definition: wire.ToolDefinition) -> ToolSpec:
+    def _client_spec(self, index: int, definition: wire.ToolDefinition) -> ToolSpec:
         name = definition.name
         if name.startswith(RESERVED_PREFIXES):
             raise ToolError(f"tool name {name!r} uses a reserved prefix (builtin/, mcp:)")
@@ -268,8 +270,10 @@ class RunManager:
                 ),
                 timeout_s=timeout,
             )
-        except ValueError as exc:
-            raise ToolError(f"tool {name!r}: {exc}") from None
+        except CleverAgentsError:
+            raise
+        except ValueError as exc:  # a schema that does not compile
+            raise ParamsError(f"params.tools[{index}]: tool {name!r}: {exc}") from None
 
     def _client_handler(self, name: str) -> Callable[[dict[str, Any]], Any]:
         async def call_client(inputs: dict[str, Any]) -> Any:
@@ -311,8 +315,6 @@ class RunManager:
         self, params: wire.RunParams, roots: Sequence[str]
     ) -> tuple[Run, ToolCallingRuntime, ToolActorContext, list[Message] | None, int]:
         """Check everything that can fail before a run exists (design §10.6)."""
-        from ..protocol import ParamsError
-
         if not params.prompt.strip():
             raise ParamsError("params.prompt: must not be empty")
         limit = params.max_iterations
@@ -337,8 +339,6 @@ class RunManager:
         if params.tools is not None:
             unknown = [n for n in params.tools if n not in self.registry]
             if unknown:
-                from ..tool import ToolNotFoundError
-
                 raise ToolNotFoundError(f"params.tools names unknown tool {unknown[0]!r}")
         layer = ToolRegistry(parent=self.registry, allow=params.tools)
         run = Run(
@@ -395,9 +395,7 @@ class RunManager:
         for root in roots:
             if resolved == Path(root) or resolved.is_relative_to(root):
                 return str(resolved)
-        raise SandboxViolationError(
-            f"sandboxRoot {requested!r} is outside every workspace folder"
-        )
+        raise SandboxViolationError(f"sandboxRoot {requested!r} is outside every workspace folder")
 
     def _history(self, continue_from: str | None) -> list[Message] | None:
         if continue_from is None:
@@ -454,12 +452,18 @@ class RunManager:
             return self._failed(run, context, "cancelled", None)
         except CleverAgentsError as exc:
             return self._failed(run, context, "failed", wire.RunError(exc.code, exc.message))
-        except Exception as exc:  # noqa: BLE001 - a run that started must resolve, never raise
+        except Exception as exc:
             logger.exception("run %s failed", run.run_id)
             error = ModelProviderError(f"internal error: {type(exc).__name__}")
             return self._failed(run, context, "failed", wire.RunError(-32603, error.message))
         self._remember(run.run_id, result.messages)
-        status = "cancelled" if result.cancelled else "limit" if result.terminated_by_limit else "completed"
+        status = (
+            "cancelled"
+            if result.cancelled
+            else "limit"
+            if result.terminated_by_limit
+            else "completed"
+        )
         return wire.RunResult(
             run.run_id, status, result.content, result.tool_call_history,  # type: ignore[arg-type]
             result.iterations, result.terminated_by_limit, result.duration_ms, None,
@@ -499,7 +503,9 @@ class RunManager:
 
     async def get(self, run_id: str) -> dict[str, Any]:
         if run_id in self.active:
-            raise RunStateError(f"run {run_id!r} is still running; its result comes with run/finished")
+            raise RunStateError(
+                f"run {run_id!r} is still running; its result comes with run/finished"
+            )
         return await asyncio.to_thread(self.store.result, run_id)
 
     async def list(self) -> list[dict[str, Any]]:
@@ -519,8 +525,3 @@ class RunManager:
             run.cancel.cancel("daemon stopping")
         if tasks:
             await asyncio.wait(tasks, timeout=timeout)
-
-
-import contextvars  # noqa: E402 - kept beside its only use
-
-_current_run_id: contextvars.ContextVar[str] = contextvars.ContextVar("cleveragents_run_id")

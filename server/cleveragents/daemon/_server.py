@@ -21,7 +21,6 @@ from typing import Any, TypeVar
 
 import attrs
 from lsprotocol import types as lsp
-from pygls.exceptions import JsonRpcException
 from pygls.lsp.server import LanguageServer
 from pygls.protocol import (
     JsonRPCNotification,
@@ -74,7 +73,7 @@ def _plain_params(obj: dict[str, Any], cls: type[Any]) -> Any:
 
 
 def _converter() -> Any:
-    converter = default_converter()
+    converter = default_converter()  # type: ignore[no-untyped-call]
     for cls in (JsonRPCRequestMessage, JsonRPCNotification, JsonRPCResponseMessage):
         converter.register_structure_hook(cls, _plain_params)
     return converter
@@ -123,12 +122,14 @@ class CleverAgentsProtocol(LanguageServerProtocol):
         msg_id = f"ca-{next(self._ids)}"
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         self._request_futures[msg_id] = future  # type: ignore[assignment]
-        self._send_data(JsonRPCRequestMessage(id=msg_id, method=method, params=params, jsonrpc="2.0"))
+        self._send_data(
+            JsonRPCRequestMessage(id=msg_id, method=method, params=params, jsonrpc="2.0")
+        )
         return msg_id, future
 
     def cancel_request(self, msg_id: str) -> None:
         if self._request_futures.pop(msg_id, None) is not None:
-            self.notify(lsp.CANCEL_REQUEST, {"id": msg_id})
+            self.notify(lsp.CANCEL_REQUEST, lsp.CancelParams(id=msg_id))
 
 
 class CleverAgentsServer(LanguageServer):
@@ -200,10 +201,16 @@ class _PygslPeer:
     def progress(self, token: str | int, kind: str, message: str, percentage: int | None) -> None:
         progress = self._server.work_done_progress
         if kind == "begin":
-            progress.begin(token, lsp.WorkDoneProgressBegin("cleveragents run", cancellable=True,
-                                                            message=message, percentage=0))
+            progress.begin(
+                token,
+                lsp.WorkDoneProgressBegin(
+                    "cleveragents run", cancellable=True, message=message, percentage=0
+                ),
+            )
         elif kind == "report":
-            progress.report(token, lsp.WorkDoneProgressReport(message=message, percentage=percentage))
+            progress.report(
+                token, lsp.WorkDoneProgressReport(message=message, percentage=percentage)
+            )
         else:
             progress.end(token, lsp.WorkDoneProgressEnd(message=message))
 
@@ -283,5 +290,10 @@ def _register_methods(server: CleverAgentsServer) -> None:
         if isinstance(raw, dict):
             run = manager.active.get(str(raw.get("runId")))
             text, iteration = raw.get("text"), raw.get("iteration")
-            if run is not None and run.on_llm_delta and isinstance(text, str) and isinstance(iteration, int):
+            if (
+                run is not None
+                and run.on_llm_delta
+                and isinstance(text, str)
+                and isinstance(iteration, int)
+            ):
                 run.on_llm_delta(iteration, text)

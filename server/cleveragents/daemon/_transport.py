@@ -110,7 +110,9 @@ class Connection:
             self.reply_error(msg_id, INVALID_REQUEST, "invalid request: method must be a string")
             return
         if is_request and not isinstance(msg_id, (str, int)):
-            self.reply_error(None, INVALID_REQUEST, "invalid request: id must be a string or integer")
+            self.reply_error(
+                None, INVALID_REQUEST, "invalid request: id must be a string or integer"
+            )
             return
         protocol = self.server.protocol
         if is_request and protocol._shutdown and method != "exit":
@@ -130,7 +132,7 @@ class Connection:
             if is_request:
                 self.reply_error(msg_id, exc.code, f"{method}: invalid params")
             return
-        except Exception:  # noqa: BLE001 - an unparseable message must not end the daemon
+        except Exception:
             logger.exception("cannot read message %s", method)
             if is_request:
                 self.reply_error(msg_id, INVALID_REQUEST, f"{method}: invalid request")
@@ -176,7 +178,7 @@ async def serve_tcp(server: CleverAgentsServer, host: str, port: int) -> int:
         if done.done():
             writer.close()
             return
-        connection = Connection(server, writer.transport)  # type: ignore[arg-type]
+        connection = Connection(server, writer.transport)
         code = await connection.serve(reader)
         writer.close()
         if not done.done():

@@ -5,9 +5,9 @@ and types; ``client-protocol/schema/`` is generated from them.
 """
 
 from . import _methods as methods
+from . import _types as wire
 from ._converter import ParamsError, camel, converter, structure, unstructure
 from ._methods import BY_NAME, METHODS, PROTOCOL_VERSION, Method
-from . import _types as wire
 
 __all__ = [
     "BY_NAME",

@@ -81,26 +81,36 @@ def make_converter() -> cattrs.Converter:
     converter.register_structure_hook(float, _strict_float)
     converter.register_structure_hook(bool, _strict_bool)
     converter.register_structure_hook_func(lambda t: t == dict[str, Any], _strict_dict)
-    for union, hook in ((str | dict[str, Any], _str_or_object), (str | int, _str_or_int)):
-        converter.register_structure_hook_func(lambda t, u=union: t == u, hook)
-        converter.register_structure_hook_func(
-            lambda t, u=union: t == u | None, lambda v, t, h=hook: None if v is None else h(v, t)
-        )
+    unions: list[tuple[Any, Any]] = [
+        (str | dict[str, Any], _str_or_object),
+        (str | int, _str_or_int),
+    ]
+    for union, hook in unions:
+        converter.register_structure_hook_func(_is(union), hook)
+        converter.register_structure_hook_func(_is(union | None), _or_none(hook))
 
     def unstructure_factory(cls: type) -> Any:
         overrides = {
             f.name: override(rename=camel(f.name), omit_if_default=is_optional(f))
             for f in attrs.fields(cls)
         }
-        return make_dict_unstructure_fn(cls, converter, _cattrs_omit_if_default=False, **overrides)
+        return make_dict_unstructure_fn(cls, converter, _cattrs_omit_if_default=False, **overrides)  # type: ignore[arg-type]
 
     def structure_factory(cls: type) -> Any:
         overrides = {f.name: override(rename=camel(f.name)) for f in attrs.fields(cls)}
-        return make_dict_structure_fn(cls, converter, **overrides)
+        return make_dict_structure_fn(cls, converter, **overrides)  # type: ignore[arg-type]
 
     converter.register_unstructure_hook_factory(_wire_class, unstructure_factory)
     converter.register_structure_hook_factory(_wire_class, structure_factory)
     return converter
+
+
+def _is(expected: Any) -> Any:
+    return lambda candidate: candidate == expected
+
+
+def _or_none(hook: Any) -> Any:
+    return lambda value, type_: None if value is None else hook(value, type_)
 
 
 def _str_or_object(value: Any, _: type) -> str | dict[str, Any]:

@@ -46,7 +46,10 @@ def _type_schema(tp: Any, defs: dict[str, Any]) -> dict[str, Any]:
     if origin is dict:
         _, value = typing.get_args(tp)
         value_schema = _type_schema(value, defs)
-        return {"type": "object", **({"additionalProperties": value_schema} if value_schema else {})}
+        return {
+            "type": "object",
+            **({"additionalProperties": value_schema} if value_schema else {}),
+        }
     if attrs.has(tp):
         name = tp.__name__
         if name not in defs:
@@ -102,7 +105,7 @@ def protocol_schema() -> dict[str, Any]:
         methods[method.name] = entry
     return {
         "$schema": DRAFT,
-        "$id": "https://cleveragents.dev/schema/protocol-v1.json",
+        "$id": "urn:cleveragents:protocol:v1",
         "title": "cleveragents daemon protocol",
         "protocolVersion": PROTOCOL_VERSION,
         "methods": methods,

@@ -1,0 +1,88 @@
+"""``cleveragents run`` and ``cleveragents runs``: the command line over the client.
+
+``run`` spawns a daemon on the workspace, starts one run and streams it; with ``--json``
+each notification is printed as ``{"method": ..., "params": ...}`` exactly as received.
+Exit codes (design §10.13): 0 completed, 1 failed or limit, 130 cancelled, 2 usage error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from ..protocol import methods as m
+from ._client import Client
+from ._connection import RpcError
+from .demo import describe
+
+EXIT_CODES = {"completed": 0, "failed": 1, "limit": 1, "cancelled": 130}
+EXIT_USAGE = 2
+
+
+async def _run(args: argparse.Namespace) -> int:
+    workspace = Path(args.workspace).resolve()  # noqa: ASYNC240 - once, at start
+    if not workspace.is_dir():
+        print(f"cleveragents run: workspace {workspace} is not a directory", file=sys.stderr)
+        return EXIT_USAGE
+
+    def show(method: str, params: dict[str, Any]) -> None:
+        if args.json:
+            print(json.dumps({"method": method, "params": params}, ensure_ascii=False), flush=True)
+        else:
+            print(describe(method, params), flush=True)
+
+    params: dict[str, Any] = {}
+    if args.model:
+        params["model"] = args.model
+    if args.profile:
+        params["automationProfile"] = args.profile
+    if args.max_iterations is not None:
+        params["maxIterations"] = args.max_iterations
+    async with await Client.spawn(workspace, state_dir=args.state_dir) as client:
+        run = asyncio.ensure_future(client.run(args.prompt, on_event=show, **params))
+        try:
+            result = await run
+        except RpcError as exc:
+            print(f"cleveragents run: {exc.message}", file=sys.stderr)
+            return EXIT_USAGE
+        except asyncio.CancelledError:
+            return EXIT_CODES["cancelled"]
+    if not args.json:
+        print(result["content"])
+        if result.get("error"):
+            print(f"error: {result['error']['message']}", file=sys.stderr)
+    return EXIT_CODES.get(result["status"], 1)
+
+
+def run_command(args: argparse.Namespace) -> int:
+    try:
+        return asyncio.run(_run(args))
+    except KeyboardInterrupt:
+        return EXIT_CODES["cancelled"]
+
+
+def runs_command(args: argparse.Namespace) -> int:
+    """Read transcripts directly: no daemon needed to look at past runs."""
+    from ..daemon import TranscriptStore, default_state_dir
+    from ..tool import RunNotFoundError
+
+    store = TranscriptStore(args.state_dir or default_state_dir())
+    if args.runs_command == "list":
+        for summary in store.summaries():
+            print(
+                f"{summary['runId']}  {summary['status']:<9}  {summary['startedAt']}  "
+                f"{summary['iterations']} it  {summary['toolCallCount']} calls  "
+                f"{summary['prompt'][:50]}"
+            )
+        return 0
+    try:
+        result = store.result(args.run_id)
+    except RunNotFoundError as exc:
+        print(f"cleveragents runs show: {exc.message}", file=sys.stderr)
+        return 1
+    print(json.dumps({"method": m.RUN_GET, "result": result}, indent=2, ensure_ascii=False))
+    return 0

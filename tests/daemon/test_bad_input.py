@@ -1,0 +1,137 @@
+"""Every request gets an answer, and the daemon survives bad input (design §4, §10.7)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+from rawpeer import RawDaemon, body
+
+
+@pytest.fixture
+async def daemon(tmp_path: Path) -> AsyncIterator[RawDaemon]:
+    (tmp_path / "ws").mkdir()
+    started = await RawDaemon.start(tmp_path / "ws", tmp_path / "state")
+    yield started
+    await started.kill()
+
+
+async def assert_alive(daemon: RawDaemon) -> None:
+    reply = await daemon.call("alive", "tools/list", {})
+    assert "builtin/file-read" in [t["name"] for t in reply["result"]["tools"]]
+
+
+async def test_malformed_json_gets_a_parse_error_with_a_null_id(daemon: RawDaemon) -> None:
+    daemon.send_body(b'{"jsonrpc": "2.0", "id": 7, "method": ')
+    reply = await daemon.next()
+    assert reply["id"] is None
+    assert reply["error"]["code"] == -32700
+    await assert_alive(daemon)
+
+
+@pytest.mark.parametrize(
+    "message", [b"[]", b"42", b'"text"', b'{"jsonrpc": "1.0", "id": 3, "method": "tools/list"}']
+)
+async def test_messages_that_are_not_requests_get_invalid_request(
+    daemon: RawDaemon, message: bytes
+) -> None:
+    daemon.send_body(message)
+    reply = await daemon.next()
+    assert reply["error"]["code"] == -32600
+    await assert_alive(daemon)
+
+
+async def test_a_request_without_params_gets_invalid_params(daemon: RawDaemon) -> None:
+    daemon.send_body(body({"jsonrpc": "2.0", "id": 5, "method": "run/start"}))
+    reply = await daemon.reply_to(5)
+    assert reply["error"]["code"] == -32602
+    assert "params" in reply["error"]["message"]
+    await assert_alive(daemon)
+
+
+@pytest.mark.parametrize(
+    ("params", "field"),
+    [
+        ({"prompt": 3}, "params.prompt"),
+        ({}, "params.prompt"),
+        ({"prompt": "x", "maxIterations": "3"}, "params.maxIterations"),
+        ({"prompt": "x", "tools": [1]}, "params.tools[0]"),
+        ({"prompt": "x", "resourceBindings": []}, "params.resourceBindings"),
+        ([1, 2], "params"),
+    ],
+)
+async def test_params_of_the_wrong_shape_name_the_field(
+    daemon: RawDaemon, params: object, field: str
+) -> None:
+    reply = await daemon.call(9, "run/start", params)
+    assert reply["error"]["code"] == -32602
+    assert reply["error"]["message"].startswith(field + ":")
+    assert "Traceback" not in reply["error"]["message"]
+
+
+async def test_an_unknown_method_gets_method_not_found(daemon: RawDaemon) -> None:
+    reply = await daemon.call(11, "no/such", {})
+    assert reply["error"]["code"] == -32601
+    await assert_alive(daemon)
+
+
+async def test_an_unknown_notification_is_ignored(daemon: RawDaemon) -> None:
+    daemon.send({"jsonrpc": "2.0", "method": "no/such", "params": {}})
+    await assert_alive(daemon)
+
+
+@pytest.mark.parametrize(
+    ("params", "code", "words"),
+    [
+        ({"prompt": "  "}, -32602, "prompt"),
+        ({"prompt": "x", "maxIterations": 0}, -32602, "maxIterations"),
+        ({"prompt": "x", "model": "scripted:/x", "sandboxRoot": "/etc"}, -32019, "/etc"),
+        (
+            {"prompt": "x", "model": "scripted:/x", "automationProfile": "yolo"},
+            -32024,
+            "supervised",
+        ),
+        ({"prompt": "x"}, -32020, "CLEVERAGENTS_MODEL"),
+        ({"prompt": "x", "model": "gpt:4"}, -32020, "openai:MODEL"),
+        ({"prompt": "x", "model": "client"}, -32025, "llm"),
+        ({"prompt": "x", "model": "scripted:/no/such/file.json"}, -32020, "/no/such/file.json"),
+    ],
+)
+async def test_requests_that_cannot_start_a_run_are_errors(
+    daemon: RawDaemon, params: dict[str, object], code: int, words: str
+) -> None:
+    reply = await daemon.call(13, "run/start", params)
+    assert reply["error"]["code"] == code, reply
+    assert words in reply["error"]["message"]
+    runs = await daemon.call(14, "run/list", {})
+    assert runs["result"]["runs"] == []  # nothing was started, nothing persisted
+
+
+async def test_requests_after_shutdown_are_answered(daemon: RawDaemon) -> None:
+    assert (await daemon.call(20, "shutdown", None))["result"] is None
+    reply = await daemon.call(21, "tools/list", {})
+    assert reply["error"]["code"] == -32600
+    daemon.send({"jsonrpc": "2.0", "method": "exit"})
+    assert await daemon.wait_exit(2) == 0
+
+
+async def test_exit_without_shutdown_exits_with_1(daemon: RawDaemon) -> None:
+    daemon.send({"jsonrpc": "2.0", "method": "exit"})
+    assert await daemon.wait_exit(2) == 1
+
+
+async def test_requests_before_initialize_are_refused(tmp_path: Path) -> None:
+    import sys
+
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "cleveragents", "serve", "--state-dir", str(tmp_path),
+        stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    raw = RawDaemon(process)
+    try:
+        reply = await raw.call(1, "tools/list", {})
+        assert reply["error"]["code"] == -32026
+    finally:
+        await raw.kill()

@@ -1,0 +1,102 @@
+"""Automation profiles through the daemon: permission/request, remembered answers, ci."""
+
+from __future__ import annotations
+
+import asyncio
+
+from cleveragents.protocol import methods as m
+from conftest import Session, call, script
+
+
+def writes(*names: str) -> dict[str, object]:
+    turns = [{"toolCalls": [call("builtin/file-write", path=n, content=n)]} for n in names]
+    return script(*turns, {"content": "done"})
+
+
+async def test_supervised_asks_before_a_write_and_not_before_a_read(session: Session) -> None:
+    model = script({"toolCalls": [call("builtin/file-read", path="hello.txt"),
+                                  call("builtin/file-write", path="new.txt", content="x")]},
+                   {"content": "done"})  # fmt: skip
+    result = await session.request(m.RUN_START, {"prompt": "go", "model": model, "runId": "p1",
+                                                 "automationProfile": "supervised"})  # fmt: skip
+    (asked,) = session.permission_requests
+    assert (asked["runId"], asked["toolName"]) == ("p1", "builtin/file-write")
+    assert asked["inputs"] == {"path": "new.txt", "content": "x"}
+    assert "write" in asked["reason"]
+    assert asked["callId"] == result["toolCallHistory"][1]["callId"]
+    assert [r["success"] for r in result["toolCallHistory"]] == [True, True]
+    assert (session.workspace / "new.txt").read_text() == "x"
+
+
+async def test_reject_once_gives_a_failed_record_and_the_run_continues(session: Session) -> None:
+    session.permission_answers[:] = ["reject_once", "allow_once"]
+    result = await session.request(m.RUN_START, {"prompt": "go", "model": writes("a.txt", "b.txt"),
+                                                 "automationProfile": "supervised"})  # fmt: skip
+    first, second = result["toolCallHistory"]
+    assert first["success"] is False
+    assert "declined" in first["error"]
+    assert second["success"] is True
+    assert not (session.workspace / "a.txt").exists()
+    assert (session.workspace / "b.txt").exists()
+    assert result["status"] == "completed"
+
+
+async def test_allow_always_is_not_asked_again_in_that_run(session: Session) -> None:
+    session.permission_answers[:] = ["allow_always"]
+    result = await session.request(
+        m.RUN_START, {"prompt": "go", "model": writes("a.txt", "b.txt", "c.txt"),
+                      "automationProfile": "supervised"})  # fmt: skip
+    assert len(session.permission_requests) == 1
+    assert all(r["success"] for r in result["toolCallHistory"])
+    # A new run asks again: "always" lasts for the run.
+    await session.request(m.RUN_START, {"prompt": "go", "model": writes("d.txt"),
+                                        "automationProfile": "supervised"})  # fmt: skip
+    assert len(session.permission_requests) == 2
+
+
+async def test_ci_never_sends_permission_requests(session: Session) -> None:
+    model = script({"toolCalls": [call("builtin/file-write", path="a.txt", content="a"),
+                                  call("builtin/shell", command="echo hi")]},
+                   {"content": "done"})  # fmt: skip
+    result = await session.request(m.RUN_START, {"prompt": "go", "model": model,
+                                                 "automationProfile": "ci"})  # fmt: skip
+    assert session.permission_requests == []
+    write, shell = result["toolCallHistory"]
+    assert write["success"] is True
+    if shell["success"]:  # bwrap available: ci runs the confined shell
+        assert shell["output"]["confined"] is True
+    else:
+        assert "confined" in shell["error"] or "ci" in shell["error"]
+
+
+async def test_cancelling_the_run_cancels_a_pending_permission_request(session: Session) -> None:
+    session.permission_answers[:] = ["hang"]
+    pending = session.start(model=writes("a.txt"), runId="perm-cancel",
+                            automationProfile="supervised")  # fmt: skip
+    async with asyncio.timeout(10):
+        await session.permission_asked.wait()
+    await session.request(m.RUN_CANCEL, {"runId": "perm-cancel"})
+    async with asyncio.timeout(5):
+        result = await pending
+    assert result["status"] == "cancelled"
+    assert not (session.workspace / "a.txt").exists()
+
+
+async def test_without_the_permissions_capability_ask_becomes_deny(tmp_path: object) -> None:
+    from pathlib import Path
+
+    from rawpeer import RawDaemon
+
+    root = Path(str(tmp_path))
+    (root / "ws").mkdir()
+    daemon = await RawDaemon.start(root / "ws", root / "state")  # declares no capabilities
+    try:
+        reply = await daemon.call(2, "run/start", {
+            "prompt": "go", "model": writes("a.txt"), "automationProfile": "supervised"})  # fmt: skip
+        (record,) = reply["result"]["toolCallHistory"]
+        assert record["success"] is False
+        assert "permissions" in record["error"]
+        assert not any(msg.get("method") == m.PERMISSION_REQUEST for msg in daemon.messages)
+        assert not (root / "ws" / "a.txt").exists()
+    finally:
+        await daemon.kill()
