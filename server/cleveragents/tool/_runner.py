@@ -58,6 +58,7 @@ def current_tool_call() -> tuple[ToolCall, int] | None:
     """
     return _current_call.get()
 
+
 _shared_pool: concurrent.futures.ThreadPoolExecutor | None = None
 _pool_lock = threading.Lock()
 

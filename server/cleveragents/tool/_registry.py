@@ -1,0 +1,101 @@
+"""``ToolRegistry``: the name -> ``ToolSpec`` table, optionally layered over a parent.
+
+A layered registry is how a run sees the shared tools plus its own (registered with a
+``runId`` in the daemon), filtered by an optional allow-list. Every mutation bumps
+``version`` so the runtime rebuilds the model-facing schemas only when something changed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Iterator
+
+from ._errors import DuplicateToolError, ToolNotFoundError
+from ._spec import ToolSpec
+from ._types import ToolSchema
+
+
+class ToolRegistry:
+    """Register, unregister and look up tools. Duplicates and unknown names fail loudly."""
+
+    def __init__(
+        self, *, parent: ToolRegistry | None = None, allow: Collection[str] | None = None
+    ) -> None:
+        self._specs: dict[str, ToolSpec] = {}
+        self._parent = parent
+        self._allow = frozenset(allow) if allow is not None else None
+        self._own_version = 0
+        self._schema_cache: tuple[tuple[int, ...], tuple[ToolSchema, ...]] | None = None
+
+    @property
+    def version(self) -> tuple[int, ...]:
+        """Changes whenever this registry or any parent changes."""
+        if self._parent is None:
+            return (self._own_version,)
+        return (self._own_version, *self._parent.version)
+
+    def register(self, spec: ToolSpec, *, replace: bool = False) -> None:
+        if not isinstance(spec, ToolSpec):
+            raise TypeError(f"expected a ToolSpec, got {type(spec).__name__}")
+        if not replace and spec.name in self._specs:
+            raise DuplicateToolError(f"tool {spec.name!r} is already registered")
+        self._specs[spec.name] = spec
+        self._own_version += 1
+
+    def unregister(self, name: str) -> ToolSpec:
+        try:
+            spec = self._specs.pop(name)
+        except KeyError:
+            raise ToolNotFoundError(f"tool {name!r} is not registered") from None
+        self._own_version += 1
+        return spec
+
+    def get(self, name: str) -> ToolSpec | None:
+        """The visible spec called ``name``, or ``None``."""
+        if self._allow is not None and name not in self._allow:
+            return None
+        spec = self._specs.get(name)
+        if spec is None and self._parent is not None:
+            return self._parent.get(name)
+        return spec
+
+    def lookup(self, name: str) -> ToolSpec:
+        """The visible spec called ``name``; ``ToolNotFoundError`` naming it otherwise."""
+        spec = self.get(name)
+        if spec is None:
+            raise ToolNotFoundError(f"unknown tool {name!r}")
+        return spec
+
+    def owns(self, name: str) -> bool:
+        """Whether ``name`` is registered in this layer (not a parent)."""
+        return name in self._specs
+
+    def __contains__(self, name: object) -> bool:
+        return isinstance(name, str) and self.get(name) is not None
+
+    def __iter__(self) -> Iterator[ToolSpec]:
+        return iter(self.specs())
+
+    def __len__(self) -> int:
+        return len(self.specs())
+
+    def names(self) -> list[str]:
+        return [spec.name for spec in self.specs()]
+
+    def specs(self) -> list[ToolSpec]:
+        """Visible specs, sorted by name (a stable order for schemas and listings)."""
+        merged: dict[str, ToolSpec] = {}
+        if self._parent is not None:
+            merged.update((spec.name, spec) for spec in self._parent.specs())
+        merged.update(self._specs)
+        if self._allow is not None:
+            merged = {name: spec for name, spec in merged.items() if name in self._allow}
+        return [merged[name] for name in sorted(merged)]
+
+    def schemas(self) -> tuple[ToolSchema, ...]:
+        """The model-facing schemas, rebuilt only when the registry changed."""
+        version = (self._own_version,) if self._parent is None else self.version
+        cache = self._schema_cache
+        if cache is None or cache[0] != version:
+            cache = (version, tuple(spec.schema for spec in self.specs()))
+            self._schema_cache = cache
+        return cache[1]
