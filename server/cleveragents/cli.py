@@ -7,6 +7,7 @@ each starts as fast as it can.
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -73,9 +74,30 @@ def main(argv: Sequence[str] | None = None) -> int:
         from .client.commands import run_command
 
         return run_command(args)
-    from .client.commands import runs_command
-
     return runs_command(args)
+
+
+def runs_command(args: argparse.Namespace) -> int:
+    """Read transcripts directly: no daemon needed to look at past runs."""
+    from .daemon import TranscriptStore, default_state_dir
+    from .tool import RunNotFoundError
+
+    store = TranscriptStore(args.state_dir or default_state_dir())
+    if args.runs_command == "list":
+        for summary in store.summaries():
+            print(
+                f"{summary['runId']}  {summary['status']:<9}  {summary['startedAt']}  "
+                f"{summary['iterations']} it  {summary['toolCallCount']} calls  "
+                f"{summary['prompt'][:50]}"
+            )
+        return 0
+    try:
+        result = store.result(args.run_id)
+    except RunNotFoundError as exc:
+        print(f"cleveragents runs show: {exc.message}", file=sys.stderr)
+        return 1
+    print(json.dumps({"method": "run/get", "result": result}, indent=2, ensure_ascii=False))
+    return 0
 
 
 if __name__ == "__main__":

@@ -1,4 +1,4 @@
-"""``cleveragents run`` and ``cleveragents runs``: the command line over the client.
+"""``cleveragents run``: the command line over the client.
 
 ``run`` spawns a daemon on the workspace, starts one run and streams it; with ``--json``
 each notification is printed as ``{"method": ..., "params": ...}`` exactly as received.
@@ -14,7 +14,6 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ..protocol import methods as m
 from ._client import Client
 from ._connection import RpcError
 from .demo import describe
@@ -63,26 +62,3 @@ def run_command(args: argparse.Namespace) -> int:
         return asyncio.run(_run(args))
     except KeyboardInterrupt:
         return EXIT_CODES["cancelled"]
-
-
-def runs_command(args: argparse.Namespace) -> int:
-    """Read transcripts directly: no daemon needed to look at past runs."""
-    from ..daemon import TranscriptStore, default_state_dir
-    from ..tool import RunNotFoundError
-
-    store = TranscriptStore(args.state_dir or default_state_dir())
-    if args.runs_command == "list":
-        for summary in store.summaries():
-            print(
-                f"{summary['runId']}  {summary['status']:<9}  {summary['startedAt']}  "
-                f"{summary['iterations']} it  {summary['toolCallCount']} calls  "
-                f"{summary['prompt'][:50]}"
-            )
-        return 0
-    try:
-        result = store.result(args.run_id)
-    except RunNotFoundError as exc:
-        print(f"cleveragents runs show: {exc.message}", file=sys.stderr)
-        return 1
-    print(json.dumps({"method": m.RUN_GET, "result": result}, indent=2, ensure_ascii=False))
-    return 0
