@@ -1,0 +1,85 @@
+"""``cleveragents run`` and ``runs``: output and exit codes (design §10.13)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+
+def cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    import os
+
+    return subprocess.run(
+        [sys.executable, "-m", "cleveragents", *args], capture_output=True, text=True,
+        timeout=60, env={**os.environ, **(env or {})},
+    )  # fmt: skip
+
+
+def turns(tmp_path: Path, *items: dict[str, Any]) -> str:
+    path = tmp_path / "turns.json"
+    path.write_text(json.dumps(list(items)))
+    return f"scripted:{path}"
+
+
+def test_run_json_prints_each_notification_as_a_line_and_exits_0(tmp_path: Path) -> None:
+    model = turns(tmp_path, {"content": "hi", "toolCalls": [{"name": "builtin/file-list", "arguments": {}}]},
+                  {"content": "bye"})  # fmt: skip
+    out = cli("run", "go", "--json", "--model", model, "--workspace", str(tmp_path),
+              "--state-dir", str(tmp_path / "state"))  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    lines = [json.loads(line) for line in out.stdout.splitlines()]
+    assert lines[0]["method"] == "run/started"
+    assert lines[-1]["method"] == "run/finished"
+    assert set(lines[0]) == {"method", "params"}
+    assert lines[-1]["params"]["result"]["content"] == "bye"
+    seqs = [line["params"]["seq"] for line in lines]
+    assert seqs == list(range(1, len(lines) + 1))
+
+
+def test_run_at_the_limit_exits_1(tmp_path: Path) -> None:
+    model = turns(tmp_path, {"toolCalls": [{"name": "builtin/file-list", "arguments": {}}]})
+    out = cli("run", "go", "--model", model, "--max-iterations", "2", "--workspace", str(tmp_path),
+              "--state-dir", str(tmp_path / "state"))  # fmt: skip
+    assert out.returncode == 1
+
+
+def test_run_without_a_model_is_a_usage_error_that_says_how_to_set_one(tmp_path: Path) -> None:
+    out = cli("run", "go", "--workspace", str(tmp_path), "--state-dir", str(tmp_path / "s"),
+              env={"CLEVERAGENTS_MODEL": ""})  # fmt: skip
+    assert out.returncode == 2
+    assert "CLEVERAGENTS_MODEL" in out.stderr
+
+
+def test_bad_arguments_exit_2() -> None:
+    assert cli("run").returncode == 2
+    assert cli("serve", "--tcp", "nonsense").returncode == 2
+
+
+def test_runs_show_reads_a_transcript(tmp_path: Path) -> None:
+    model = turns(tmp_path, {"content": "done"})
+    state = tmp_path / "state"
+    assert (
+        cli(
+            "run", "go", "--model", model, "--workspace", str(tmp_path), "--state-dir", str(state)
+        ).returncode
+        == 0
+    )
+    listing = cli("runs", "list", "--state-dir", str(state))
+    run_id = listing.stdout.split()[0]
+    shown = cli("runs", "show", run_id, "--state-dir", str(state))
+    assert json.loads(shown.stdout)["result"]["content"] == "done"
+    assert cli("runs", "show", "missing", "--state-dir", str(state)).returncode == 1
+
+
+@pytest.mark.parametrize("command", [["demo"]])
+def test_the_demo_runs_through_the_daemon_and_fixes_the_sample(command: list[str]) -> None:
+    out = cli(*command)
+    assert out.returncode == 0, out.stderr
+    assert "run/toolCall" in out.stdout
+    assert "client/show-message" in out.stdout
+    assert 'greet.py now: return f"Hello, {name}!"' in out.stdout
