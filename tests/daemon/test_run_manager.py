@@ -1,0 +1,64 @@
+"""RunManager in process, with a fake peer: concurrency and memory release."""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import weakref
+from pathlib import Path
+from typing import Any
+
+from cleveragents.daemon._runs import DaemonConfig, RunManager
+from cleveragents.protocol import wire
+
+
+class FakePeer:
+    def __init__(self) -> None:
+        self.notifications: list[tuple[str, dict[str, Any]]] = []
+
+    def notify(self, method: str, params: dict[str, Any]) -> None:
+        self.notifications.append((method, params))
+
+    def request(self, method: str, params: dict[str, Any]) -> tuple[str, asyncio.Future[Any]]:
+        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        future.set_result({"output": params["arguments"]})
+        return "id", future
+
+    def cancel_request(self, msg_id: str) -> None:
+        pass
+
+    def progress(self, token: str | int, kind: str, message: str, percentage: int | None) -> None:
+        pass
+
+
+async def test_a_hundred_concurrent_runs_deliver_everything_and_are_released(
+    tmp_path: Path,
+) -> None:
+    peer = FakePeer()
+    manager = RunManager(peer, DaemonConfig(state_dir=tmp_path))
+    manager.register_tools(wire.RegisterToolsParams([
+        wire.ToolDefinition("client/echo", "Echo.", {"type": "object"})]))  # fmt: skip
+    script = [{"content": "a", "toolCalls": [{"name": "client/echo", "arguments": {"n": 1}}]},
+              {"content": "b"}]  # fmt: skip
+    refs: list[weakref.ref[Any]] = []
+
+    async def one(i: int) -> wire.RunResult:
+        params = wire.RunParams(f"run {i}", run_id=f"r{i}",
+                                model={"provider": "scripted", "script": script})  # fmt: skip
+        run, runtime, context, history, limit = manager.prepare(params, [str(tmp_path)])
+        refs.append(weakref.ref(run))
+        return await manager.run(run, runtime, context, history, limit)
+
+    async with asyncio.timeout(30):
+        results = await asyncio.gather(*(one(i) for i in range(100)))
+    assert [r.status for r in results] == ["completed"] * 100
+    assert manager.active == {}
+    per_run: dict[str, list[int]] = {}
+    for _method, params in peer.notifications:
+        per_run.setdefault(params["runId"], []).append(params["seq"])
+    assert len(per_run) == 100
+    assert all(seqs == list(range(1, 9)) for seqs in per_run.values())
+    del results
+    gc.collect()
+    assert [ref() for ref in refs] == [None] * 100  # finished runs are released from memory
+    assert len(list((tmp_path / "runs").glob("*.jsonl"))) == 100  # transcripts stay on disk
