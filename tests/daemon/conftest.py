@@ -1,97 +1,15 @@
-"""End-to-end fixtures: the real ``cleveragents serve`` subprocess driven by pytest-lsp.
-
-``session`` is an initialized client with one workspace folder and its own state dir.
-It collects every run notification in wire order, answers ``tools/call`` from the
-test's ``tool_handlers`` and ``permission/request`` from ``permission_answers``.
-"""
+"""End-to-end fixtures: the real ``cleveragents serve`` subprocess driven by pytest-lsp."""
 
 from __future__ import annotations
 
-import asyncio
-import sys
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 import pytest_lsp
-from lsprotocol import types as lsp
-from pygls.exceptions import JsonRpcException
+from daemon_kit import SERVE, Session, attach, initialize_params, make_client
 from pytest_lsp import ClientServerConfig, LanguageClient
-from pytest_lsp.client import register_lsp_features
-
-from cleveragents.daemon._server import _converter
-from cleveragents.protocol import methods as m
-
-RUN_EVENTS = (m.RUN_STARTED, m.RUN_MESSAGE_DELTA, m.RUN_TOOL_CALL_STARTED, m.RUN_TOOL_CALL,
-              m.RUN_ITERATION, m.RUN_FINISHED)  # fmt: skip
-
-SERVE = [sys.executable, "-m", "cleveragents", "serve"]
-
-
-class DeliberateError(JsonRpcException):
-    """Raised by a test's handler to answer a daemon request with an error."""
-
-
-class TestClient(LanguageClient):
-    __test__ = False
-
-    def report_server_error(self, error: Exception, source: Any) -> None:
-        if isinstance(error, DeliberateError):
-            return
-        super().report_server_error(error, source)
-
-
-class Session:
-    """What a test drives: the pytest-lsp client plus what the daemon sent."""
-
-    def __init__(self, client: LanguageClient, workspace: Path, state_dir: Path) -> None:
-        self.client = client
-        self.workspace = workspace
-        self.state_dir = state_dir
-        self.events: list[tuple[str, dict[str, Any]]] = []
-        self.tool_calls: list[dict[str, Any]] = []
-        self.permission_requests: list[dict[str, Any]] = []
-        self.cancelled_requests: list[Any] = []
-        self.tool_handlers: dict[str, Callable[[dict[str, Any]], Awaitable[Any]]] = {}
-        self.permission_answers: list[str] = []
-        self.permission_asked = asyncio.Event()
-        self.capabilities: dict[str, Any] = {}
-        self._waiters: list[tuple[Callable[[str, dict[str, Any]], bool], asyncio.Event]] = []
-
-    async def request(self, method: str, params: dict[str, Any] | None) -> Any:
-        async with asyncio.timeout(20):
-            return await self.client.protocol.send_request_async(method, params)
-
-    def start(self, prompt: str = "go", **params: Any) -> asyncio.Future[Any]:
-        """Send run/start without waiting; the future resolves with the RunResult."""
-        return asyncio.ensure_future(self.request(m.RUN_START, {"prompt": prompt, **params}))
-
-    def for_run(self, run_id: str) -> list[tuple[str, dict[str, Any]]]:
-        return [(method, p) for method, p in self.events if p.get("runId") == run_id]
-
-    async def wait_for(
-        self, predicate: Callable[[str, dict[str, Any]], bool], timeout: float = 10
-    ) -> None:
-        if any(predicate(method, p) for method, p in self.events):
-            return
-        event = asyncio.Event()
-        self._waiters.append((predicate, event))
-        async with asyncio.timeout(timeout):
-            await event.wait()
-
-    def record(self, method: str, params: dict[str, Any]) -> None:
-        self.events.append((method, params))
-        for predicate, event in list(self._waiters):
-            if predicate(method, params):
-                event.set()
-                self._waiters.remove((predicate, event))
-
-
-def make_client() -> LanguageClient:
-    client = TestClient(converter_factory=_converter)
-    register_lsp_features(client)
-    return client
 
 
 @pytest.fixture
@@ -105,39 +23,6 @@ def workspace(tmp_path: Path) -> Path:
 @pytest.fixture
 def state_dir(tmp_path: Path) -> Path:
     return tmp_path / "state"
-
-
-def initialize_params(workspace: Path, state_dir: Path, **options: Any) -> lsp.InitializeParams:
-    experimental = options.pop("experimental", {"cleveragents": {"permissions": True}})
-    return lsp.InitializeParams(
-        capabilities=lsp.ClientCapabilities(experimental=experimental),
-        root_uri=workspace.as_uri(),
-        workspace_folders=[lsp.WorkspaceFolder(uri=workspace.as_uri(), name="workspace")],
-        initialization_options={"stateDir": str(state_dir), "automationProfile": "trusted",
-                                **options},
-    )  # fmt: skip
-
-
-def attach(client: LanguageClient, session: Session) -> None:
-    for method in RUN_EVENTS:
-        client.feature(method)(lambda params, method=method: session.record(method, params))
-
-    @client.feature(m.TOOLS_CALL)
-    async def tools_call(params: dict[str, Any]) -> Any:
-        session.tool_calls.append(params)
-        handler = session.tool_handlers.get(params["name"])
-        if handler is None:
-            return {"output": f"echo {params['arguments']}"}
-        return await handler(params)
-
-    @client.feature(m.PERMISSION_REQUEST)
-    async def permission(params: dict[str, Any]) -> Any:
-        session.permission_requests.append(params)
-        session.permission_asked.set()
-        answer = session.permission_answers.pop(0) if session.permission_answers else "allow_once"
-        if answer == "hang":
-            await asyncio.sleep(30)
-        return {"outcome": answer}
 
 
 @pytest_lsp.fixture(config=ClientServerConfig(server_command=SERVE, client_factory=make_client))
@@ -157,12 +42,3 @@ async def daemon(
 @pytest.fixture
 def session(daemon: Any) -> Session:
     return daemon.session  # type: ignore[no-any-return]
-
-
-def script(*turns: dict[str, Any]) -> dict[str, Any]:
-    """An inline scripted model spec."""
-    return {"provider": "scripted", "script": list(turns)}
-
-
-def call(name: str, **arguments: Any) -> dict[str, Any]:
-    return {"name": name, "arguments": arguments}

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import asyncio
 
+from daemon_kit import Session, call, script
+
 from cleveragents.protocol import methods as m
-from conftest import Session, call, script
 
 
 def writes(*names: str) -> dict[str, object]:

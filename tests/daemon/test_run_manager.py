@@ -45,7 +45,7 @@ async def test_a_hundred_concurrent_runs_deliver_everything_and_are_released(
     async def one(i: int) -> wire.RunResult:
         params = wire.RunParams(f"run {i}", run_id=f"r{i}",
                                 model={"provider": "scripted", "script": script})  # fmt: skip
-        run, runtime, context, history, limit = manager.prepare(params, [str(tmp_path)])
+        run, runtime, context, history, limit = await manager.prepare(params, [str(tmp_path)])
         refs.append(weakref.ref(run))
         return await manager.run(run, runtime, context, history, limit)
 

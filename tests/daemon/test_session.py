@@ -6,11 +6,11 @@ import asyncio
 from typing import Any
 
 import pytest
+from daemon_kit import Session, call, script
 from lsprotocol import types as lsp
 from pygls.exceptions import JsonRpcException
 
 from cleveragents.protocol import methods as m
-from conftest import Session, call, script
 
 ECHO_TOOL = {
     "name": "client/echo",
@@ -181,7 +181,7 @@ async def test_run_scoped_tools_are_visible_to_that_run_only(session: Session) -
 
 
 async def test_a_client_tool_error_reply_gives_a_failed_record(session: Session) -> None:
-    from conftest import DeliberateError
+    from daemon_kit import DeliberateError
 
     async def fail(params: dict[str, Any]) -> Any:
         raise DeliberateError("editor exploded", -32050)

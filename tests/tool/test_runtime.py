@@ -7,7 +7,7 @@ import threading
 from typing import Any
 
 import pytest
-from toolkit import calls, runtime, spec
+from toolkit import RecordingSink, calls, runtime, spec
 
 from cleveragents.llm.scripted import ScriptedModel
 from cleveragents.tool import (
@@ -21,7 +21,6 @@ from cleveragents.tool import (
     ToolRunner,
     Usage,
 )
-from conftest import RecordingSink
 
 
 def echo(inputs: dict[str, Any]) -> Any:
@@ -290,7 +289,8 @@ async def test_an_async_handler_over_its_timeout_is_cancelled() -> None:
 
 
 @pytest.mark.parametrize("mode", MODES)
-def test_the_sink_sees_every_event_in_order(mode: str, sink: Any) -> None:
+def test_the_sink_sees_every_event_in_order(mode: str) -> None:
+    sink = RecordingSink()
     rt = runtime([{"content": "thinking", **calls(("t", {}))}, {"content": "done"}],
                  spec("t", echo))  # fmt: skip
     result = run(rt, mode, sink=sink)

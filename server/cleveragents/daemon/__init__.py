@@ -41,13 +41,12 @@ def create_server(
     state_dir: Path | None = None, model: object = None, automation_profile: str | None = None
 ) -> CleverAgentsServer:
     from ..workspace import builtin_tools
-    from ._permissions import make_policy_factory
 
     config = DaemonConfig(
         state_dir=state_dir or default_state_dir(), model=model,
         automation_profile=automation_profile,
     )  # fmt: skip
-    return CleverAgentsServer(config, builtin_tools(), make_policy_factory(config))
+    return CleverAgentsServer(config, builtin_tools())
 
 
 def serve(

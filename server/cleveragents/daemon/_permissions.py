@@ -17,29 +17,29 @@ from ..workspace.profiles import DEFAULT_PROFILE, ProfilePolicy, get_profile
 from ._peer import Peer, PeerRequestError
 
 if TYPE_CHECKING:
-    from ._runs import DaemonConfig, PolicyFactory, Run
+    from ._runs import DaemonConfig, PolicyFactory
 
 logger = logging.getLogger(__name__)
 
 OUTCOMES = ("allow_once", "allow_always", "reject_once", "reject_always")
 
 
-def make_policy_factory(config: DaemonConfig) -> PolicyFactory:
+def make_policy_factory(config: DaemonConfig, peer: Peer) -> PolicyFactory:
     """The factory ``RunManager`` calls for each run (the profile is checked there, so an
     unknown name fails ``run/start`` before the run exists)."""
 
-    def build(run: Run, profile_name: str | None) -> ToolPolicy | None:
+    def build(run_id: str, profile_name: str | None) -> ToolPolicy | None:
         profile = get_profile(profile_name or DEFAULT_PROFILE, config.custom_profiles)
-        ask = _asker(run.peer, run) if config.client_permissions else None
+        ask = _asker(peer, run_id) if config.client_permissions else None
         return ProfilePolicy(profile, ask=ask)
 
     return build
 
 
-def _asker(peer: Peer, run: Run) -> Any:
+def _asker(peer: Peer, run_id: str) -> Any:
     async def ask(query: PermissionQuery, reason: str) -> str:
         params = {
-            "runId": run.run_id,
+            "runId": run_id,
             "callId": query.call_id,
             "toolName": query.spec.name,
             "inputs": query.arguments,

@@ -63,8 +63,9 @@ RESERVED_PREFIXES = ("builtin/", "mcp:")
 _current_run_id: contextvars.ContextVar[str] = contextvars.ContextVar("cleveragents_run_id")
 """The run whose task is running: how a shared client tool knows which run called it."""
 
-PolicyFactory = Callable[["Run", str | None], ToolPolicy | None]
-"""Builds a run's permission policy from its profile name (``None``: the default)."""
+PolicyFactory = Callable[[str, str | None], ToolPolicy | None]
+"""Builds a run's permission policy from its run id and profile name (``None``: the
+default); raises ``ProfileError`` for an unknown profile."""
 
 
 class ClientToolError(ToolError):
@@ -188,7 +189,8 @@ class RunManager:
         self.store = TranscriptStore(config.state_dir)
         self.active: dict[str, Run] = {}
         self._models: dict[str, LLMCaller] = {}
-        self._messages: dict[str, list[Message]] = {}  # bounded cache for continueFrom
+        self._messages: dict[str, list[Message]] = {}
+        self._starting: set[str] = set()  # bounded cache for continueFrom
 
     # -- tools -----------------------------------------------------------------------
 
@@ -311,10 +313,13 @@ class RunManager:
 
     # -- runs ------------------------------------------------------------------------
 
-    def prepare(
+    async def prepare(
         self, params: wire.RunParams, roots: Sequence[str]
     ) -> tuple[Run, ToolCallingRuntime, ToolActorContext, list[Message] | None, int]:
-        """Check everything that can fail before a run exists (design §10.6)."""
+        """Check everything that can fail before a run exists (design §10.6).
+
+        The model is built in a worker thread: a provider SDK's first import takes
+        seconds, and a scripted model reads its file."""
         if not params.prompt.strip():
             raise ParamsError("params.prompt: must not be empty")
         limit = params.max_iterations
@@ -326,8 +331,17 @@ class RunManager:
         run_id = params.run_id or uuid.uuid4().hex
         if not RUN_ID_PATTERN.match(run_id):
             raise ParamsError("params.runId: use 1-128 letters, digits, '.', '_' or '-'")
-        if run_id in self.active or self.store.exists(run_id):
+        if run_id in self.active or run_id in self._starting or self.store.exists(run_id):
             raise RunStateError(f"run id {run_id!r} is already in use")
+        self._starting.add(run_id)  # held across the await below; the transcript then holds it
+        try:
+            return await self._prepare(params, run_id, sandbox_root, limit)
+        finally:
+            self._starting.discard(run_id)
+
+    async def _prepare(
+        self, params: wire.RunParams, run_id: str, sandbox_root: str, limit: int
+    ) -> tuple[Run, ToolCallingRuntime, ToolActorContext, list[Message] | None, int]:
         history = self._history(params.continue_from)
         spec = resolve_model_spec(params.model, self.config.model)
         if spec.provider == "client" and not self.config.client_llm:
@@ -340,18 +354,14 @@ class RunManager:
             unknown = [n for n in params.tools if n not in self.registry]
             if unknown:
                 raise ToolNotFoundError(f"params.tools names unknown tool {unknown[0]!r}")
+        policy = self.policy_factory(run_id, profile) if self.policy_factory else None
+        model = None if spec.provider == "client" else await asyncio.to_thread(self._model, spec)
         layer = ToolRegistry(parent=self.registry, allow=params.tools)
         run = Run(
             run_id, params.prompt, sandbox_root, dict(params.resource_bindings or {}), layer,
             self.store.open(run_id), self.peer,
         )  # fmt: skip
-        try:
-            policy = self.policy_factory(run, profile) if self.policy_factory else None
-            caller = ClientModel(self.peer, run) if spec.provider == "client" else self._model(spec)
-        except BaseException:
-            run.transcript.close()
-            self.store.path(run_id).unlink(missing_ok=True)
-            raise
+        caller = model if model is not None else ClientModel(self.peer, run)
         run.work_done_token = params.work_done_token
         runtime = ToolCallingRuntime(
             layer, ToolRunner(layer, policy=policy), caller, max_iterations=limit,

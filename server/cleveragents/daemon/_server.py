@@ -37,7 +37,8 @@ from ..protocol import PROTOCOL_VERSION, ParamsError, structure, unstructure, wi
 from ..protocol import methods as m
 from ..tool import CleverAgentsError, NotInitializedError, ToolSpec
 from ._peer import PeerRequestError
-from ._runs import DaemonConfig, PolicyFactory, RunManager
+from ._permissions import make_policy_factory
+from ._runs import DaemonConfig, RunManager
 
 logger = logging.getLogger(__name__)
 
@@ -141,7 +142,6 @@ class CleverAgentsServer(LanguageServer):
         self,
         config: DaemonConfig,
         builtin_tools: list[ToolSpec],
-        policy_factory: PolicyFactory | None = None,
     ) -> None:
         super().__init__(
             "cleveragents", __version__, protocol_cls=CleverAgentsProtocol,
@@ -149,7 +149,8 @@ class CleverAgentsServer(LanguageServer):
         )  # fmt: skip
         self.config = config
         self.initialized = False
-        self.manager = RunManager(_PygslPeer(self), config, builtin_tools, policy_factory)
+        peer = _PygslPeer(self)
+        self.manager = RunManager(peer, config, builtin_tools, make_policy_factory(config, peer))
         _register_methods(self)
 
     def on_initialize(self, params: lsp.InitializeParams) -> None:
@@ -262,7 +263,8 @@ def _register_methods(server: CleverAgentsServer) -> None:
 
     @_method(server, m.RUN_START, wire.RunParams)
     async def run_start(params: wire.RunParams) -> Any:
-        run, runtime, context, history, limit = manager.prepare(params, server.sandbox_roots())
+        prepared = await manager.prepare(params, server.sandbox_roots())
+        run, runtime, context, history, limit = prepared
         task = asyncio.ensure_future(manager.run(run, runtime, context, history, limit))
         run.task = task
         try:

@@ -30,7 +30,7 @@ from ._errors import (
 from ._events import EventSink, IterationSummary, NullEventSink
 from ._policy import AllowAll, PermissionQuery, ToolPolicy
 from ._registry import ToolRegistry
-from ._router import ToolCallRouter
+from ._router import ProviderMessages, StreamAccumulator, ToolCallRouter
 from ._runner import Stage, StageObserver, ToolRunner, ToolRunSession, current_tool_call
 from ._runtime import DEFAULT_MAX_ITERATIONS, ToolCallingRuntime
 from ._spec import TOOL_NAME_PATTERN, ToolAnnotations, ToolHandler, ToolKind, ToolSpec
@@ -72,11 +72,13 @@ __all__ = [
     "NullEventSink",
     "PermissionQuery",
     "ProfileError",
+    "ProviderMessages",
     "RunNotFoundError",
     "RunStateError",
     "SandboxViolationError",
     "Stage",
     "StageObserver",
+    "StreamAccumulator",
     "ToolActivationError",
     "ToolActorContext",
     "ToolAnnotations",

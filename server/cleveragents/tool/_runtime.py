@@ -112,7 +112,12 @@ class ToolCallingRuntime:
                 response = self.llm_caller(request)
                 if hasattr(response, "__await__"):
                     loop_runner = loop_runner or asyncio.Runner()
-                    response = loop_runner.run(_await(response))
+                    try:
+                        response = loop_runner.run(_await(response))
+                    except asyncio.CancelledError:
+                        if not is_cancelled():
+                            raise
+                        break  # the caller gave up because the run was cancelled
                 calls = state.take_response(response)
                 if calls:
                     state.tools_started(calls)

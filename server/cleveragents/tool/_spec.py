@@ -121,7 +121,7 @@ class ToolSpec:
     _validate_output: Validator | None = attrs.field(init=False)
 
     def __attrs_post_init__(self) -> None:
-        if not isinstance(self.name, str) or not TOOL_NAME_PATTERN.match(self.name):
+        if not isinstance(self.name, str) or not TOOL_NAME_PATTERN.fullmatch(self.name):
             raise InvalidToolNameError(
                 f"invalid tool name {self.name!r}: names match {TOOL_NAME_PATTERN.pattern}"
             )

@@ -1,0 +1,1 @@
+"""Adapter tests: a package, so that its conftest does not shadow the root one."""
