@@ -17,15 +17,24 @@ class RawDaemon:
         self.messages: list[dict[str, Any]] = []
 
     @classmethod
-    async def start(cls, workspace: Path, state_dir: Path, *extra: str) -> RawDaemon:
+    async def start(
+        cls,
+        workspace: Path,
+        state_dir: Path,
+        *extra: str,
+        capabilities: dict[str, Any] | None = None,
+        env: dict[str, str] | None = None,
+    ) -> RawDaemon:
+        import os
+
         process = await asyncio.create_subprocess_exec(
             sys.executable, "-m", "cleveragents", "serve", "--state-dir", str(state_dir), *extra,
             stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE, env={**os.environ, **(env or {})},
         )  # fmt: skip
         daemon = cls(process)
         reply = await daemon.call(1, "initialize", {
-            "processId": None, "rootUri": workspace.as_uri(), "capabilities": {},
+            "processId": None, "rootUri": workspace.as_uri(), "capabilities": capabilities or {},
             "initializationOptions": {"automationProfile": "trusted"}})  # fmt: skip
         assert "result" in reply, reply
         daemon.send({"jsonrpc": "2.0", "method": "initialized", "params": {}})
@@ -68,6 +77,11 @@ class RawDaemon:
         if self.process.returncode is None:
             self.process.kill()
             await self.process.wait()
+
+    async def stderr(self) -> str:
+        """Everything the daemon logged (call after it has exited)."""
+        assert self.process.stderr is not None
+        return (await self.process.stderr.read()).decode("utf-8", "replace")
 
 
 def body(value: Any) -> bytes:
