@@ -323,3 +323,29 @@ async def test_work_done_progress_begins_reports_and_ends(session: Session) -> N
     await session.request(m.RUN_START, {"prompt": "go", "model": model, "workDoneToken": "tok-1"})
     kinds = [r.kind for r in session.client.progress_reports["tok-1"]]
     assert kinds == ["begin", "report", "report", "end"]
+
+
+async def test_added_workspace_folders_become_sandbox_roots(
+    session: Session, tmp_path: Any
+) -> None:
+    other = tmp_path / "second"
+    other.mkdir()
+    model = script({"content": "ok"})
+    with pytest.raises(JsonRpcException) as info:
+        await session.request(
+            m.RUN_START, {"prompt": "go", "model": model, "sandboxRoot": str(other)}
+        )
+    assert info.value.code == -32019
+    assert str(other) in info.value.message
+    session.client.workspace_did_change_workspace_folders(
+        lsp.DidChangeWorkspaceFoldersParams(
+            lsp.WorkspaceFoldersChangeEvent(
+                added=[lsp.WorkspaceFolder(uri=other.as_uri(), name="second")], removed=[]
+            )
+        )
+    )
+    result = await session.request(
+        m.RUN_START, {"prompt": "go", "model": model, "sandboxRoot": str(other), "runId": "w2"}
+    )
+    assert result["status"] == "completed"
+    assert session.for_run("w2")[0][1]["sandboxRoot"] == str(other.resolve())
