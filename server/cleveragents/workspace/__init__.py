@@ -1,0 +1,66 @@
+"""Built-in workspace tools and their confinement: files, shell, automation profiles.
+
+* :func:`builtin_tools` returns the six built-in tools as
+  :class:`~cleveragents.tool.ToolSpec`: ``builtin/file-read``, ``builtin/file-write``,
+  ``builtin/file-edit``, ``builtin/file-list``, ``builtin/file-search`` and
+  ``builtin/shell``. Each receives the run's ``sandbox_root`` among its inputs and never
+  touches anything outside it (see :mod:`~cleveragents.workspace._sandbox` for the path
+  rules, :mod:`~cleveragents.workspace.shell` for how commands are confined).
+* :class:`WorkspaceLimits` caps what they read, return and run.
+* :class:`AutomationProfile`, :func:`get_profile` and :class:`ProfilePolicy` decide which
+  calls run, which are asked about and which are refused.
+
+Paths in tool outputs are relative to the sandbox root. This package stands on
+:mod:`cleveragents.tool` and knows nothing of the daemon, the wire or the models.
+``docs/security.md`` has the threat model and the residual risks.
+"""
+
+from __future__ import annotations
+
+from cleveragents.tool._spec import ToolSpec
+
+from ._sandbox import WorkspaceToolError, resolve_path
+from .files import WorkspaceLimits, file_tools
+from .profiles import (
+    BUILTIN_PROFILES,
+    DEFAULT_PROFILE,
+    AskCallback,
+    AutomationProfile,
+    Decision,
+    Outcome,
+    ProfilePolicy,
+    get_profile,
+    parse_profile,
+)
+from .shell import BWRAP_ENV, Confinement, ShellTool
+
+__all__ = [
+    "BUILTIN_PROFILES",
+    "BWRAP_ENV",
+    "DEFAULT_PROFILE",
+    "AskCallback",
+    "AutomationProfile",
+    "Confinement",
+    "Decision",
+    "Outcome",
+    "ProfilePolicy",
+    "ShellTool",
+    "WorkspaceLimits",
+    "WorkspaceToolError",
+    "builtin_tools",
+    "get_profile",
+    "parse_profile",
+    "resolve_path",
+]
+
+
+def builtin_tools(
+    limits: WorkspaceLimits | None = None, *, shell: ShellTool | None = None
+) -> list[ToolSpec]:
+    """The six built-in tools, file tools first, sharing ``limits``.
+
+    ``shell`` overrides the shell tool (for example ``ShellTool(bwrap=None)``); by default
+    a new :class:`ShellTool` with the same limits is made, which probes bwrap at first use.
+    """
+    lim = limits or WorkspaceLimits()
+    return [*file_tools(lim), (shell or ShellTool(lim)).spec()]

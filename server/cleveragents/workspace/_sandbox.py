@@ -1,0 +1,287 @@
+"""The one place where a path the model gave becomes a path on disk.
+
+Every file tool goes through :func:`resolve_path` (and :func:`check_pattern` for glob
+patterns), then opens what it resolved with :func:`open_beneath`. The rules:
+
+* A relative path is relative to the sandbox root; an absolute path must lie inside it
+  (the root as given, or its real path).
+* The path is resolved after following symlinks (``realpath``); the result must be the
+  root or lie beneath it. ``..`` escapes, absolute paths elsewhere, symlinks pointing
+  outside (chains included) and the ``/tmp/ws`` vs ``/tmp/ws-evil`` prefix trick are
+  refused.
+* NUL bytes, paths over ``PATH_MAX`` and components over ``NAME_MAX`` are refused with a
+  clear message rather than an ``OSError``.
+* Device files, FIFOs and sockets are refused.
+* For writes, a regular file with more than one hard link is refused: it may be the same
+  inode as a file outside the root.
+* Percent-encoding and ``~`` are not interpreted: ``%2e%2e`` is a file name.
+
+Every refusal is a :class:`SandboxViolationError` whose message names the path as the
+model gave it and the rule it broke.
+
+**Race (TOCTOU) handling.** ``realpath`` and the later ``open`` are two steps; something
+running concurrently (the shell tool, another process) could swap a directory for a
+symlink in between. :func:`open_beneath` therefore never opens the resolved path by name:
+it walks it from a descriptor of the root, one component at a time, with ``O_NOFOLLOW``
+and ``dir_fd``, so a symlink that appears after resolution makes the open fail instead of
+being followed. The residual risks are a bind mount appearing inside the root (needs
+privileges) and a hard link created after the ``st_nlink`` check of a write (the written
+inode is still the one inside the root; see ``docs/security.md``). Python has no
+``openat2(RESOLVE_BENEATH)``, which would close these too.
+
+This module knows nothing of tools, schemas or profiles.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import stat
+from pathlib import Path
+
+from cleveragents.tool._errors import SandboxViolationError, ToolError
+from cleveragents.tool._types import JSONValue
+
+PATH_MAX = 4096
+"""Longest path accepted, in bytes (Linux ``PATH_MAX`` including the terminating NUL)."""
+
+NAME_MAX = 255
+"""Longest single path component accepted, in bytes."""
+
+_SHOW_MAX = 120
+
+_O_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+_O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_O_DIRECTORY = getattr(os, "O_DIRECTORY", 0)
+
+
+class WorkspaceToolError(ToolError):
+    """A file or shell tool failed for a reason other than the sandbox.
+
+    A missing file, a binary file, an ambiguous edit, an invalid regex, a timed-out
+    command. The runner records the message as the call's error.
+    """
+
+
+def show(text: str) -> str:
+    """Quote a path or pattern for an error message, as the model gave it.
+
+    Control characters (NUL included) are escaped; very long values are abbreviated.
+    """
+    if len(text) > _SHOW_MAX:
+        return f"{text[:100]!r}... ({len(text)} characters)"
+    return repr(text)
+
+
+def sandbox_root(inputs: dict[str, JSONValue]) -> str:
+    """The real path of the run's sandbox root, taken from a handler's inputs."""
+    root = inputs.get("sandbox_root")
+    if not isinstance(root, str) or not root:
+        raise SandboxViolationError(
+            "no sandbox root: built-in workspace tools need the run's sandbox_root"
+        )
+    return real_root(root)
+
+
+def real_root(root: str) -> str:
+    """Check that ``root`` is an absolute existing directory and return its real path."""
+    if not os.path.isabs(root) or "\x00" in root:
+        raise SandboxViolationError(f"sandbox root {show(root)} is not an absolute path")
+    real = os.path.realpath(root)
+    if not os.path.isdir(real):
+        raise SandboxViolationError(f"sandbox root {show(root)} is not an existing directory")
+    return real
+
+
+def is_within(path: str, root: str) -> bool:
+    """True when ``path`` is ``root`` or beneath it (both normalised, absolute)."""
+    if root == os.sep:
+        return path.startswith(os.sep)
+    return path == root or path.startswith(root + os.sep)
+
+
+def relative_to_root(root_real: str, path: str | Path) -> str:
+    """``path`` relative to the root, with ``/`` separators; the root itself is ``.``."""
+    return Path(os.path.relpath(path, root_real)).as_posix()
+
+
+def _check_text(user_path: object, what: str) -> str:
+    if not isinstance(user_path, str):
+        raise SandboxViolationError(f"{what} must be a string, not {type(user_path).__name__}")
+    if user_path == "":
+        raise SandboxViolationError(f"{what} '' is empty")
+    shown = show(user_path)
+    if "\x00" in user_path:
+        raise SandboxViolationError(f"{what} {shown} contains a NUL byte")
+    try:
+        encoded = os.fsencode(user_path)
+    except UnicodeEncodeError:
+        raise SandboxViolationError(f"{what} {shown} is not a valid file name") from None
+    if len(encoded) >= PATH_MAX:
+        raise SandboxViolationError(
+            f"{what} {shown} is too long ({len(encoded)} bytes; the limit is {PATH_MAX - 1})"
+        )
+    if any(len(part) > NAME_MAX for part in encoded.split(b"/")):
+        raise SandboxViolationError(f"{what} {shown} has a component longer than {NAME_MAX} bytes")
+    return shown
+
+
+def resolve_path(root: str, user_path: str, *, for_write: bool = False, what: str = "path") -> Path:
+    """Resolve ``user_path`` inside ``root``, following symlinks, or refuse it.
+
+    Returns the real (symlink-free) absolute path, which may not exist yet. Raises
+    :class:`SandboxViolationError` naming ``user_path`` as given and the rule broken.
+    With ``for_write``, an existing regular file with more than one hard link is refused.
+    Callers open the result with :func:`open_beneath`, never by name.
+    """
+    shown = _check_text(user_path, what)
+    root_real = real_root(root)
+    root_abs = os.path.normpath(root)
+    if os.path.isabs(user_path):
+        candidate = user_path
+        lexical = os.path.normpath(user_path)
+        if not (is_within(lexical, root_real) or is_within(lexical, root_abs)):
+            raise SandboxViolationError(
+                f"{what} {shown} is an absolute path outside the sandbox root"
+            )
+    else:
+        candidate = os.path.join(root_real, user_path)
+        if not is_within(os.path.normpath(candidate), root_real):
+            raise SandboxViolationError(f"{what} {shown} escapes the sandbox root")
+    real = os.path.realpath(candidate)
+    if not is_within(real, root_real):
+        raise SandboxViolationError(
+            f"{what} {shown} is or passes through a symlink pointing outside the sandbox root"
+        )
+    try:
+        info = os.stat(real)
+    except FileNotFoundError:
+        return Path(real)
+    except NotADirectoryError:
+        return Path(real)  # a file used as a directory: the caller reports "not found"
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise SandboxViolationError(f"{what} {shown} is a symlink loop") from None
+        if exc.errno == errno.ENAMETOOLONG:
+            raise SandboxViolationError(f"{what} {shown} resolves to a path too long") from None
+        raise WorkspaceToolError(f"cannot access {what} {shown}: {exc.strerror}") from None
+    check_file_type(info, shown, what)
+    if for_write and stat.S_ISREG(info.st_mode) and info.st_nlink > 1:
+        raise SandboxViolationError(hard_link_message(shown, info.st_nlink, what))
+    return Path(real)
+
+
+def hard_link_message(shown: str, nlink: int, what: str = "path") -> str:
+    return (
+        f"{what} {shown} is a file with {nlink} hard links; it may be the same file as one "
+        "outside the sandbox root, so it is not modified"
+    )
+
+
+def check_file_type(info: os.stat_result, shown: str, what: str = "path") -> None:
+    """Refuse device files, FIFOs and sockets (anything not a file, directory or link)."""
+    mode = info.st_mode
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        raise SandboxViolationError(f"{what} {shown} is a device file")
+    if stat.S_ISFIFO(mode):
+        raise SandboxViolationError(f"{what} {shown} is a FIFO")
+    if stat.S_ISSOCK(mode):
+        raise SandboxViolationError(f"{what} {shown} is a socket")
+
+
+def open_beneath(
+    root_real: str,
+    real: str | Path,
+    flags: int,
+    *,
+    shown: str,
+    mode: int = 0o666,
+    create_parents: bool = False,
+) -> int:
+    """Open ``real`` (a result of :func:`resolve_path`) without following any symlink.
+
+    Walks from a descriptor of the root, one component at a time, with ``O_NOFOLLOW``;
+    with ``create_parents``, missing directories are created on the way (``mkdirat`` does
+    not follow symlinks either). A symlink met on the way means the tree changed after
+    resolution: that is a :class:`SandboxViolationError`. Returns a descriptor the
+    caller must close.
+    """
+    rel = os.path.relpath(real, root_real)
+    parts = [] if rel == os.curdir else rel.split(os.sep)
+    if os.pardir in parts:  # resolve_path never returns such a path
+        raise SandboxViolationError(f"path {shown} escapes the sandbox root")
+    dir_fd = os.open(root_real, os.O_RDONLY | _O_DIRECTORY | _O_CLOEXEC)
+    try:
+        if not parts:
+            return os.open(".", flags | _O_CLOEXEC, mode, dir_fd=dir_fd)
+        for part in parts[:-1]:
+            next_fd = _open_dir(part, dir_fd, shown, create=create_parents)
+            os.close(dir_fd)
+            dir_fd = next_fd
+        try:
+            return os.open(parts[-1], flags | _O_NOFOLLOW | _O_CLOEXEC, mode, dir_fd=dir_fd)
+        except OSError as exc:
+            _raise_if_symlink(exc, parts[-1], dir_fd, shown)
+            raise
+    finally:
+        os.close(dir_fd)
+
+
+def _open_dir(part: str, dir_fd: int, shown: str, *, create: bool) -> int:
+    flags = os.O_RDONLY | _O_DIRECTORY | _O_NOFOLLOW | _O_CLOEXEC
+    try:
+        return os.open(part, flags, dir_fd=dir_fd)
+    except FileNotFoundError:
+        if not create:
+            raise
+    except OSError as exc:
+        _raise_if_symlink(exc, part, dir_fd, shown)
+        raise
+    # Created concurrently? The open below still refuses a symlink.
+    with contextlib.suppress(FileExistsError):
+        os.mkdir(part, 0o777, dir_fd=dir_fd)
+    try:
+        return os.open(part, flags, dir_fd=dir_fd)
+    except OSError as exc:
+        _raise_if_symlink(exc, part, dir_fd, shown)
+        raise
+
+
+def _raise_if_symlink(exc: OSError, part: str, dir_fd: int, shown: str) -> None:
+    if exc.errno not in (errno.ELOOP, errno.ENOTDIR, errno.EMLINK):
+        return
+    try:
+        is_link = stat.S_ISLNK(os.lstat(part, dir_fd=dir_fd).st_mode)
+    except OSError:
+        return
+    if is_link:
+        raise SandboxViolationError(
+            f"path {shown} changed while being opened: a symlink appeared on it; not followed"
+        ) from None
+
+
+def check_pattern(root: str, pattern: str, *, what: str = "pattern") -> str:
+    """Check a glob pattern and return it relative to the search base.
+
+    Patterns are matched only against entries found by walking beneath the base, so they
+    cannot select anything outside; still, a pattern that tries (a ``..`` segment, an
+    absolute path outside the root) is refused rather than silently filtered. An absolute
+    pattern inside the root is made relative to the root.
+    """
+    shown = _check_text(pattern, what)
+    if os.path.isabs(pattern):
+        root_real = real_root(root)
+        for prefix in (root_real, os.path.normpath(root)):
+            if is_within(os.path.normpath(pattern), prefix):
+                pattern = os.path.relpath(pattern, prefix)
+                break
+        else:
+            raise SandboxViolationError(
+                f"{what} {shown} is an absolute path outside the sandbox root"
+            )
+    if os.pardir in pattern.split("/"):
+        raise SandboxViolationError(
+            f"{what} {shown} contains '..', which would reach outside the sandbox root"
+        )
+    return pattern

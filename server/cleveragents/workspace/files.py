@@ -1,0 +1,824 @@
+"""The built-in file tools: ``builtin/file-read``, ``-write``, ``-edit``, ``-list``, ``-search``.
+
+Each tool is a :class:`~cleveragents.tool.ToolSpec` with a strict JSON Schema
+(``additionalProperties: false``, snake_case arguments) and a synchronous handler; the
+runner runs it in a worker thread. Every path goes through
+:func:`~cleveragents.workspace._sandbox.resolve_path` and every file is opened with
+:func:`~cleveragents.workspace._sandbox.open_beneath`.
+
+Conventions shared by all five tools:
+
+* Paths in outputs (``path`` fields, listing entries, search hits) are **relative to the
+  sandbox root**, with ``/`` separators; the root itself is ``.``. The model passes them
+  back as given. (Wire-level paths such as ``sandboxRoot`` stay absolute, §10.1.)
+* Text is UTF-8. Reading or editing a file with NUL bytes or invalid UTF-8 fails clearly.
+* Outputs are capped by :class:`WorkspaceLimits`; a capped output has ``truncated: true``
+  and a ``note`` saying what was left out and how to get more.
+* ``file-list`` and ``file-search`` walk the tree without following symlinks, skip
+  ``.git`` and honour ``.gitignore`` files (see :class:`GitIgnore` for the subset).
+
+Glob syntax (``file-list`` ``pattern``, ``file-search`` ``glob``, ``.gitignore``): ``*``
+matches within one path segment, ``?`` one character, ``[abc]``/``[!abc]`` a class,
+``**`` any number of segments (``**/*.py``, ``src/**``); a trailing ``/`` selects
+directories only.
+
+This module knows nothing of profiles, the shell or the runner.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import stat
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, BinaryIO
+
+import attrs
+
+from cleveragents.tool._errors import SandboxViolationError
+from cleveragents.tool._spec import ToolAnnotations, ToolSpec
+from cleveragents.tool._types import JSONValue
+
+from ._sandbox import (
+    WorkspaceToolError,
+    check_file_type,
+    check_pattern,
+    hard_link_message,
+    is_within,
+    open_beneath,
+    relative_to_root,
+    resolve_path,
+    sandbox_root,
+    show,
+)
+
+_O_NONBLOCK = getattr(os, "O_NONBLOCK", 0)
+_BINARY_SNIFF_BYTES = 8192
+_CHUNK = 65536
+
+
+def _positive(_inst: object, attribute: attrs.Attribute[int], value: int) -> None:
+    if value < 1:
+        raise ValueError(f"WorkspaceLimits.{attribute.name} must be positive, got {value}")
+
+
+@attrs.define(frozen=True, slots=True)
+class WorkspaceLimits:
+    """Caps on what the built-in tools read, return and run.
+
+    ``max_read_bytes``: text returned by one ``file-read``.
+    ``max_write_bytes``: content accepted by ``file-write`` and files ``file-edit`` opens.
+    ``max_list_results``: entries returned by one ``file-list``.
+    ``max_search_results``: hits returned by one ``file-search``.
+    ``max_search_file_bytes``: larger files are skipped by ``file-search``.
+    ``max_line_chars``: a search hit's ``text`` is cut to this many characters.
+    ``max_walk_entries``: directory entries visited by one list or search.
+    ``max_shell_output_bytes``: bytes kept of each of ``stdout`` and ``stderr``.
+    ``default_shell_timeout_ms`` / ``max_shell_timeout_ms``: the shell's timeout when
+    the model gives none, and the largest it may ask for.
+    """
+
+    max_read_bytes: int = attrs.field(default=256 * 1024, validator=_positive)
+    max_write_bytes: int = attrs.field(default=10 * 1024 * 1024, validator=_positive)
+    max_list_results: int = attrs.field(default=1000, validator=_positive)
+    max_search_results: int = attrs.field(default=200, validator=_positive)
+    max_search_file_bytes: int = attrs.field(default=4 * 1024 * 1024, validator=_positive)
+    max_line_chars: int = attrs.field(default=500, validator=_positive)
+    max_walk_entries: int = attrs.field(default=200_000, validator=_positive)
+    max_shell_output_bytes: int = attrs.field(default=64 * 1024, validator=_positive)
+    default_shell_timeout_ms: int = attrs.field(default=120_000, validator=_positive)
+    max_shell_timeout_ms: int = attrs.field(default=600_000, validator=_positive)
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def _user_path(inputs: dict[str, JSONValue], key: str = "path") -> str:
+    value = inputs.get(key)
+    if not isinstance(value, str):
+        raise WorkspaceToolError(f"{key} must be a string")
+    return value
+
+
+def _open_regular(
+    root_real: str, real: Path, flags: int, shown: str, *, create_parents: bool = False
+) -> tuple[int, os.stat_result]:
+    """Open a resolved path and check (on the descriptor) that it is a regular file."""
+    try:
+        fd = open_beneath(
+            root_real, real, flags | _O_NONBLOCK, shown=shown, create_parents=create_parents
+        )
+    except FileExistsError:
+        raise
+    except FileNotFoundError:
+        raise WorkspaceToolError(f"path {shown} does not exist") from None
+    except NotADirectoryError:
+        raise WorkspaceToolError(f"path {shown} does not exist (a parent is a file)") from None
+    except IsADirectoryError:
+        raise WorkspaceToolError(f"path {shown} is a directory") from None
+    except OSError as exc:
+        raise WorkspaceToolError(f"cannot open path {shown}: {exc.strerror}") from None
+    try:
+        info = os.fstat(fd)
+        check_file_type(info, shown)
+        if stat.S_ISDIR(info.st_mode):
+            raise WorkspaceToolError(f"path {shown} is a directory")
+        if not stat.S_ISREG(info.st_mode):
+            raise SandboxViolationError(f"path {shown} is not a regular file")
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd, info
+
+
+def _decode(data: bytes, shown: str) -> str:
+    if b"\x00" in data[:_BINARY_SNIFF_BYTES]:
+        raise WorkspaceToolError(f"file {shown} looks binary (it contains NUL bytes)")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise WorkspaceToolError(
+            f"file {shown} is not UTF-8 text (invalid byte at offset {exc.start})"
+        ) from None
+
+
+# --------------------------------------------------------------------------- file-read
+
+
+def file_read(inputs: dict[str, JSONValue], limits: WorkspaceLimits) -> dict[str, JSONValue]:
+    """Read lines ``start_line..end_line`` (1-based, inclusive) of a UTF-8 text file."""
+    root = sandbox_root(inputs)
+    user_path = _user_path(inputs)
+    start = inputs.get("start_line") or 1
+    end = inputs.get("end_line")
+    if not isinstance(start, int) or (end is not None and not isinstance(end, int)):
+        raise WorkspaceToolError("start_line and end_line must be integers")
+    if end is not None and end < start:
+        raise WorkspaceToolError(f"end_line {end} is before start_line {start}")
+    real = resolve_path(root, user_path)
+    shown = show(user_path)
+    fd, _info = _open_regular(root, real, os.O_RDONLY, shown)
+    lines: list[str] = []
+    size = 0
+    truncated = False
+    stopped_early = False
+    cut_line: int | None = None
+    line_no = 0
+    last = start - 1
+    with os.fdopen(fd, "rb") as handle:
+        if b"\x00" in handle.read(_BINARY_SNIFF_BYTES):
+            raise WorkspaceToolError(f"file {shown} looks binary (it contains NUL bytes)")
+        handle.seek(0)
+        for raw in _bounded_lines(handle, limits.max_read_bytes + 1):
+            line_no += 1
+            if line_no < start:
+                continue
+            if end is not None and line_no > end:
+                stopped_early = True
+                break
+            if size + len(raw) > limits.max_read_bytes:
+                truncated = stopped_early = True
+                if not lines:  # one line over the cap: return its start, never nothing
+                    head = raw[: limits.max_read_bytes]
+                    lines.append(_decode_line(head, shown, line_no, cut=True))
+                    cut_line = last = line_no
+                break
+            lines.append(_decode_line(raw, shown, line_no))
+            size += len(raw)
+            last = line_no
+    if line_no < start and not (start == 1 and line_no == 0):
+        raise WorkspaceToolError(f"start_line {start} is past the end of {shown} ({line_no} lines)")
+    output: dict[str, JSONValue] = {
+        "path": relative_to_root(root, real),
+        "content": "".join(lines),
+        "start_line": start,
+        "end_line": last,
+        "total_lines": None if stopped_early else line_no,
+        "truncated": truncated,
+    }
+    if truncated:
+        what = f"line {cut_line} was cut at" if cut_line is not None else "output truncated at"
+        output["note"] = (
+            f"{what} {limits.max_read_bytes} bytes (the read cap); "
+            f"read again with start_line={last + 1} to continue"
+        )
+    return output
+
+
+def _bounded_lines(handle: BinaryIO, limit: int) -> Iterator[bytes]:
+    """Each line of ``handle``, at most ``limit`` bytes of it (the rest is read and dropped).
+
+    Keeps a minified one-line file from being loaded whole just to be cut.
+    """
+    while raw := handle.readline(limit):
+        if len(raw) == limit and not raw.endswith(b"\n"):
+            while (rest := handle.readline(_CHUNK)) and not rest.endswith(b"\n"):
+                pass
+        yield raw
+
+
+def _decode_line(raw: bytes, shown: str, line_no: int, *, cut: bool = False) -> str:
+    """Decode one line strictly; with ``cut``, a character split by the cut is dropped."""
+    if b"\x00" in raw:
+        raise WorkspaceToolError(f"file {shown} looks binary (NUL byte on line {line_no})")
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        if cut and exc.start >= len(raw) - 3 and exc.end == len(raw):
+            return raw[: exc.start].decode("utf-8")
+        raise WorkspaceToolError(
+            f"file {shown} is not UTF-8 text (invalid byte on line {line_no})"
+        ) from None
+
+
+# --------------------------------------------------------------------------- file-write
+
+
+def file_write(inputs: dict[str, JSONValue], limits: WorkspaceLimits) -> dict[str, JSONValue]:
+    """Create or overwrite a file with ``content``, creating parent directories."""
+    root = sandbox_root(inputs)
+    user_path = _user_path(inputs)
+    content = inputs.get("content")
+    if not isinstance(content, str):
+        raise WorkspaceToolError("content must be a string")
+    data = content.encode("utf-8", "surrogateescape")
+    if len(data) > limits.max_write_bytes:
+        raise WorkspaceToolError(
+            f"content for {show(user_path)} is {len(data)} bytes; "
+            f"the limit is {limits.max_write_bytes}"
+        )
+    real = resolve_path(root, user_path, for_write=True)
+    shown = show(user_path)
+    created = True
+    try:
+        fd, info = _open_regular(
+            root, real, os.O_WRONLY | os.O_CREAT | os.O_EXCL, shown, create_parents=True
+        )
+    except FileExistsError:
+        created = False
+        fd, info = _open_regular(root, real, os.O_WRONLY, shown)
+    with os.fdopen(fd, "wb") as handle:
+        # Checked on the descriptor: a link made after resolve_path is caught here.
+        if info.st_nlink > 1:
+            raise SandboxViolationError(hard_link_message(shown, info.st_nlink))
+        handle.truncate(0)
+        handle.write(data)
+    return {"path": relative_to_root(root, real), "bytes_written": len(data), "created": created}
+
+
+# --------------------------------------------------------------------------- file-edit
+
+
+def file_edit(inputs: dict[str, JSONValue], limits: WorkspaceLimits) -> dict[str, JSONValue]:
+    """Replace the exact text ``old_text`` with ``new_text`` (once, or every time)."""
+    root = sandbox_root(inputs)
+    user_path = _user_path(inputs)
+    old = inputs.get("old_text")
+    new = inputs.get("new_text")
+    replace_all = bool(inputs.get("replace_all", False))
+    if not isinstance(old, str) or not isinstance(new, str):
+        raise WorkspaceToolError("old_text and new_text must be strings")
+    if old == "":
+        raise WorkspaceToolError("old_text is empty; use builtin/file-write to write a file")
+    if old == new:
+        raise WorkspaceToolError("old_text and new_text are identical; nothing to change")
+    real = resolve_path(root, user_path, for_write=True)
+    shown = show(user_path)
+    fd, info = _open_regular(root, real, os.O_RDWR, shown)
+    with os.fdopen(fd, "r+b") as handle:
+        if info.st_nlink > 1:
+            raise SandboxViolationError(hard_link_message(shown, info.st_nlink))
+        if info.st_size > limits.max_write_bytes:
+            raise WorkspaceToolError(
+                f"file {shown} is {info.st_size} bytes; the edit limit is {limits.max_write_bytes}"
+            )
+        text = _decode(handle.read(), shown)
+        count = text.count(old)
+        if count == 0:
+            raise WorkspaceToolError(f"old_text was not found in {shown}")
+        if count > 1 and not replace_all:
+            raise WorkspaceToolError(
+                f"old_text occurs {count} times in {shown}; include more surrounding text "
+                "to make it unique, or pass replace_all=true"
+            )
+        updated = text.replace(old, new) if replace_all else text.replace(old, new, 1)
+        handle.seek(0)
+        handle.truncate(0)
+        handle.write(updated.encode("utf-8"))
+    return {"path": relative_to_root(root, real), "replacements": count if replace_all else 1}
+
+
+# --------------------------------------------------------------------------- globbing
+
+
+def glob_to_regex(pattern: str) -> str:
+    """Translate a glob (the syntax in the module docstring) to a regex for ``fullmatch``."""
+    out: list[str] = []
+    i, n = 0, len(pattern)
+    while i < n:
+        char = pattern[i]
+        if char == "*":
+            if pattern.startswith("**", i):
+                j = i + 2
+                at_segment_start = i == 0 or pattern[i - 1] == "/"
+                if at_segment_start and j < n and pattern[j] == "/":
+                    out.append("(?:.*/)?")
+                    i = j + 1
+                    continue
+                if at_segment_start and j == n:
+                    out.append(".*")
+                    i = j
+                    continue
+                i = j
+            else:
+                i += 1
+            out.append("[^/]*")
+            continue
+        if char == "?":
+            out.append("[^/]")
+        elif char == "[":
+            j = i + 1
+            if j < n and pattern[j] in "!^":
+                j += 1
+            if j < n and pattern[j] == "]":
+                j += 1
+            while j < n and pattern[j] != "]":
+                j += 1
+            if j >= n:
+                out.append(re.escape(char))
+            else:
+                body = pattern[i + 1 : j].replace("\\", "\\\\")
+                if body[:1] in ("!", "^"):
+                    body = "^" + body[1:]
+                out.append(f"[{body}]")
+                i = j
+        else:
+            out.append(re.escape(char))
+        i += 1
+    return "".join(out)
+
+
+@attrs.define(slots=True, frozen=True)
+class _Glob:
+    regex: re.Pattern[str]
+    dirs_only: bool
+    max_depth: int | None
+
+    @classmethod
+    def parse(cls, pattern: str) -> _Glob:
+        dirs_only = pattern.endswith("/")
+        segments = [s for s in pattern.split("/") if s not in ("", ".")]
+        body = "/".join(segments) or "*"
+        depth = None if "**" in body else len(body.split("/"))
+        return cls(re.compile(glob_to_regex(body), re.DOTALL), dirs_only, depth)
+
+    def matches(self, rel: str, is_dir: bool) -> bool:
+        return (is_dir or not self.dirs_only) and self.regex.fullmatch(rel) is not None
+
+
+@attrs.define(slots=True)
+class GitIgnore:
+    """The ``.gitignore`` subset the walkers honour.
+
+    Supported: blank lines and ``#`` comments; ``!`` negation (the last matching rule
+    wins); a trailing ``/`` for directories only; a leading or inner ``/`` anchoring the
+    pattern to the ``.gitignore``'s directory (otherwise it matches a name at any depth);
+    ``*``, ``?``, ``[...]`` and ``**``; ``\\#`` and ``\\!`` escapes. ``.gitignore`` files
+    in the root, in every directory between the root and the walk's base, and in every
+    directory walked are read. Not supported: ``.git/info/exclude``, global excludes,
+    escaped trailing spaces. An ignored directory is not entered, so nothing beneath it
+    can be re-included (as in git). ``.git`` itself is always skipped.
+    """
+
+    rules: list[tuple[re.Pattern[str], bool, bool]] = attrs.field(factory=list)
+
+    def load(self, root_real: str, dir_real: str) -> None:
+        shown = show(relative_to_root(root_real, os.path.join(dir_real, ".gitignore")))
+        try:
+            fd, info = _open_regular(root_real, Path(dir_real, ".gitignore"), os.O_RDONLY, shown)
+        except (WorkspaceToolError, SandboxViolationError):
+            return  # absent, or not a plain file inside the root: ignored
+        with os.fdopen(fd, "rb") as handle:
+            text = handle.read(min(info.st_size, 1024 * 1024)).decode("utf-8", "replace")
+        base = relative_to_root(root_real, dir_real)
+        prefix = "" if base == "." else re.escape(base + "/")
+        for line in text.splitlines():
+            self._add(line, prefix)
+
+    def _add(self, line: str, prefix: str) -> None:
+        line = line.rstrip()
+        if not line or line.startswith("#"):
+            return
+        negated = line.startswith("!")
+        if negated or line.startswith("\\"):
+            line = line[1:]
+        dirs_only = line.endswith("/")
+        line = line.rstrip("/")
+        if not line:
+            return
+        anchored = "/" in line
+        line = line.lstrip("/")
+        body = glob_to_regex(line)
+        regex = prefix + (body if anchored else "(?:.*/)?" + body)
+        self.rules.append((re.compile(regex, re.DOTALL), negated, dirs_only))
+
+    def ignored(self, rel: str, is_dir: bool) -> bool:
+        verdict = False
+        for regex, negated, dirs_only in self.rules:
+            if dirs_only and not is_dir:
+                continue
+            if regex.fullmatch(rel):
+                verdict = not negated
+        return verdict
+
+
+@attrs.define(slots=True)
+class _Entry:
+    rel_root: str  # relative to the sandbox root
+    rel_base: str  # relative to the walk's base directory
+    real: str
+    is_dir: bool
+
+
+@attrs.define(slots=True)
+class _Walk:
+    """A sorted, depth-first walk beneath ``base`` that never follows symlinks."""
+
+    root_real: str
+    base_real: str
+    max_entries: int
+    max_depth: int | None = None
+    ignore: GitIgnore = attrs.field(factory=GitIgnore)
+    visited: int = 0
+    exhausted: bool = False
+
+    def __iter__(self) -> Iterator[_Entry]:
+        # .gitignore files above the base apply beneath it too.
+        chain = [self.base_real]
+        while chain[-1] != self.root_real and chain[-1] != os.path.dirname(chain[-1]):
+            chain.append(os.path.dirname(chain[-1]))
+        for directory in reversed(chain):
+            self.ignore.load(self.root_real, directory)
+        yield from self._walk(self.base_real, "", 1)
+
+    def _walk(self, directory: str, rel_dir: str, depth: int) -> Iterator[_Entry]:
+        try:
+            with os.scandir(directory) as scan:
+                entries = sorted(scan, key=lambda e: e.name)
+        except OSError:
+            return  # unreadable directory: skipped
+        for entry in entries:
+            self.visited += 1
+            if self.visited > self.max_entries:
+                self.exhausted = True
+                return
+            if entry.name == ".git":
+                continue
+            try:
+                is_dir = entry.is_dir(follow_symlinks=False)
+            except OSError:
+                continue
+            rel_base = f"{rel_dir}{entry.name}"
+            rel_root = relative_to_root(self.root_real, entry.path)
+            if self.ignore.ignored(rel_root, is_dir):
+                continue
+            yield _Entry(rel_root, rel_base, entry.path, is_dir)
+            deeper = self.max_depth is None or depth < self.max_depth
+            if is_dir and deeper and not self.exhausted:
+                self.ignore.load(self.root_real, entry.path)
+                yield from self._walk(entry.path, rel_base + "/", depth + 1)
+            if self.exhausted:
+                return
+
+
+def _base_dir(root: str, inputs: dict[str, JSONValue], pattern_was_absolute: bool) -> Path:
+    raw = inputs.get("path")
+    if raw is None:
+        return Path(root)
+    if not isinstance(raw, str):
+        raise WorkspaceToolError("path must be a string")
+    if pattern_was_absolute:
+        raise WorkspaceToolError(
+            "an absolute pattern is taken relative to the sandbox root; omit path"
+        )
+    return resolve_path(root, raw)
+
+
+_GLOB_CHARS = re.compile(r"[*?\[]")
+
+
+def _check_literal_prefix(root: str, base: Path, pattern: str, raw: str, what: str) -> None:
+    """Refuse a pattern whose fixed leading directories pass through a symlink outside.
+
+    The walk would never follow such a link, so the pattern would just match nothing;
+    the contract (design §10.12) wants a pattern reaching outside refused, not filtered.
+    """
+    literal: list[str] = []
+    for segment in pattern.split("/"):
+        if _GLOB_CHARS.search(segment):
+            break
+        if segment not in ("", "."):
+            literal.append(segment)
+    if not literal:
+        return
+    if not is_within(os.path.realpath(os.path.join(base, *literal)), root):
+        raise SandboxViolationError(
+            f"{what} {show(raw)} reaches outside the sandbox root through the symlink "
+            f"{show('/'.join(literal))}"
+        )
+
+
+# --------------------------------------------------------------------------- file-list
+
+
+def file_list(inputs: dict[str, JSONValue], limits: WorkspaceLimits) -> dict[str, JSONValue]:
+    """List entries beneath ``path`` matching ``pattern``; directories end with ``/``."""
+    root = sandbox_root(inputs)
+    raw_pattern = inputs.get("pattern", "*")
+    if not isinstance(raw_pattern, str):
+        raise WorkspaceToolError("pattern must be a string")
+    pattern = check_pattern(root, raw_pattern)
+    base = _base_dir(root, inputs, os.path.isabs(raw_pattern))
+    shown_base = show(str(inputs.get("path", ".")))
+    if not base.exists():
+        raise WorkspaceToolError(f"path {shown_base} does not exist")
+    if not base.is_dir():
+        raise WorkspaceToolError(f"path {shown_base} is not a directory")
+    _check_literal_prefix(root, base, pattern, raw_pattern, "pattern")
+    glob = _Glob.parse(pattern)
+    walk = _Walk(root, str(base), limits.max_walk_entries, glob.max_depth)
+    entries: list[JSONValue] = []
+    truncated = False
+    for entry in walk:
+        if glob.matches(entry.rel_base, entry.is_dir):
+            if len(entries) >= limits.max_list_results:
+                truncated = True
+                break
+            entries.append(entry.rel_root + "/" if entry.is_dir else entry.rel_root)
+    output: dict[str, JSONValue] = {"entries": entries, "truncated": truncated or walk.exhausted}
+    if truncated:
+        output["note"] = (
+            f"only the first {limits.max_list_results} entries are shown; "
+            "narrow the pattern or the path"
+        )
+    elif walk.exhausted:
+        output["note"] = (
+            f"the walk stopped after {limits.max_walk_entries} directory entries; "
+            "narrow the pattern or the path"
+        )
+    return output
+
+
+# --------------------------------------------------------------------------- file-search
+
+
+def file_search(inputs: dict[str, JSONValue], limits: WorkspaceLimits) -> dict[str, JSONValue]:
+    """Search text files beneath ``path`` for a regex; one hit per matching line."""
+    root = sandbox_root(inputs)
+    raw_regex = inputs.get("pattern")
+    if not isinstance(raw_regex, str):
+        raise WorkspaceToolError("pattern must be a string")
+    try:
+        regex = re.compile(raw_regex)
+    except re.error as exc:
+        raise WorkspaceToolError(f"pattern {show(raw_regex)} is not a valid regex: {exc}") from None
+    raw_glob = inputs.get("glob")
+    glob: _Glob | None = None
+    glob_absolute = False
+    if raw_glob is not None:
+        if not isinstance(raw_glob, str):
+            raise WorkspaceToolError("glob must be a string")
+        glob_absolute = os.path.isabs(raw_glob)
+        checked = check_pattern(root, raw_glob, what="glob")
+        # A glob without '/' matches a file name at any depth (like ripgrep's --glob).
+        glob = _Glob.parse(checked if "/" in checked else "**/" + checked)
+    base = _base_dir(root, inputs, glob_absolute)
+    if raw_glob is not None and glob is not None and "/" in checked:
+        _check_literal_prefix(root, base, checked, raw_glob, "glob")
+    shown_base = show(str(inputs.get("path", ".")))
+    if not base.exists():
+        raise WorkspaceToolError(f"path {shown_base} does not exist")
+    files: Iterator[_Entry]
+    walk: _Walk | None = None
+    if base.is_dir():
+        walk = _Walk(root, str(base), limits.max_walk_entries)
+        files = iter(walk)
+    else:
+        files = iter([_Entry(relative_to_root(root, base), base.name, str(base), False)])
+    matches: list[JSONValue] = []
+    truncated = False
+    for entry in files:
+        if entry.is_dir or (glob is not None and not glob.matches(entry.rel_base, False)):
+            continue
+        for line_no, text in _grep(root, entry, regex, limits):
+            if len(matches) >= limits.max_search_results:
+                truncated = True
+                break
+            matches.append({"path": entry.rel_root, "line": line_no, "text": text})
+        if truncated:
+            break
+    exhausted = walk is not None and walk.exhausted
+    output: dict[str, JSONValue] = {"matches": matches, "truncated": truncated or exhausted}
+    if truncated:
+        output["note"] = (
+            f"only the first {limits.max_search_results} matches are shown; "
+            "narrow the pattern, glob or path"
+        )
+    elif exhausted:
+        output["note"] = (
+            f"the walk stopped after {limits.max_walk_entries} directory entries; "
+            "narrow the glob or path"
+        )
+    return output
+
+
+def _grep(
+    root: str, entry: _Entry, regex: re.Pattern[str], limits: WorkspaceLimits
+) -> Iterator[tuple[int, str]]:
+    shown = show(entry.rel_root)
+    try:
+        fd, info = _open_regular(root, Path(entry.real), os.O_RDONLY, shown)
+    except (WorkspaceToolError, SandboxViolationError):
+        return  # a symlink, a FIFO, a vanished file: not searched
+    with os.fdopen(fd, "rb") as handle:
+        if info.st_size > limits.max_search_file_bytes:
+            return
+        data = handle.read(limits.max_search_file_bytes)
+    if b"\x00" in data[:_BINARY_SNIFF_BYTES]:
+        return
+    for index, line in enumerate(data.decode("utf-8", "replace").split("\n"), start=1):
+        if regex.search(line):
+            text = line.rstrip("\r")
+            if len(text) > limits.max_line_chars:
+                text = text[: limits.max_line_chars] + "…[line truncated]"
+            yield index, text
+
+
+# --------------------------------------------------------------------------- specs
+
+_PATH_DOC = "relative to the sandbox root, or absolute inside it"
+
+
+def _schema(properties: dict[str, Any], required: list[str]) -> dict[str, JSONValue]:
+    return {
+        "type": "object",
+        "properties": properties,
+        "required": required,
+        "additionalProperties": False,
+    }
+
+
+def file_tools(limits: WorkspaceLimits | None = None) -> list[ToolSpec]:
+    """The five file tools as specs bound to ``limits``."""
+    lim = limits or WorkspaceLimits()
+    path_prop = {"type": "string", "minLength": 1, "description": f"File path, {_PATH_DOC}."}
+    return [
+        ToolSpec(
+            name="builtin/file-read",
+            description=(
+                "Read a UTF-8 text file, optionally only lines start_line..end_line "
+                f"(1-based, inclusive). At most {lim.max_read_bytes} bytes are returned; "
+                "a longer result is truncated and says where to continue. Paths in the "
+                "output are relative to the sandbox root."
+            ),
+            input_schema=_schema(
+                {
+                    "path": path_prop,
+                    "start_line": {"type": "integer", "minimum": 1},
+                    "end_line": {"type": "integer", "minimum": 1},
+                },
+                ["path"],
+            ),
+            output_schema=_schema(
+                {
+                    "path": {"type": "string"},
+                    "content": {"type": "string"},
+                    "start_line": {"type": "integer"},
+                    "end_line": {"type": "integer"},
+                    "total_lines": {"type": ["integer", "null"]},
+                    "truncated": {"type": "boolean"},
+                    "note": {"type": "string"},
+                },
+                ["path", "content", "start_line", "end_line", "total_lines", "truncated"],
+            ),
+            handler=lambda inputs: file_read(inputs, lim),
+            annotations=ToolAnnotations(read_only=True, idempotent=True),
+            timeout_s=30.0,
+        ),
+        ToolSpec(
+            name="builtin/file-write",
+            description=(
+                "Create or overwrite a UTF-8 text file with content, creating missing "
+                "parent directories inside the sandbox root."
+            ),
+            input_schema=_schema(
+                {"path": path_prop, "content": {"type": "string"}}, ["path", "content"]
+            ),
+            output_schema=_schema(
+                {
+                    "path": {"type": "string"},
+                    "bytes_written": {"type": "integer"},
+                    "created": {"type": "boolean"},
+                },
+                ["path", "bytes_written", "created"],
+            ),
+            handler=lambda inputs: file_write(inputs, lim),
+            annotations=ToolAnnotations(destructive=True, idempotent=True),
+            timeout_s=30.0,
+        ),
+        ToolSpec(
+            name="builtin/file-edit",
+            description=(
+                "Replace the exact text old_text with new_text in a file. old_text must "
+                "occur exactly once unless replace_all is true. Whitespace and line "
+                "endings must match exactly."
+            ),
+            input_schema=_schema(
+                {
+                    "path": path_prop,
+                    "old_text": {"type": "string", "minLength": 1},
+                    "new_text": {"type": "string"},
+                    "replace_all": {"type": "boolean", "default": False},
+                },
+                ["path", "old_text", "new_text"],
+            ),
+            output_schema=_schema(
+                {"path": {"type": "string"}, "replacements": {"type": "integer"}},
+                ["path", "replacements"],
+            ),
+            handler=lambda inputs: file_edit(inputs, lim),
+            annotations=ToolAnnotations(destructive=True),
+            timeout_s=30.0,
+        ),
+        ToolSpec(
+            name="builtin/file-list",
+            description=(
+                "List files and directories beneath path (default: the sandbox root) "
+                "whose path relative to it matches the glob pattern (default '*': the "
+                "direct children). '**' matches any depth ('**/*.py'); a trailing '/' "
+                "lists directories only. Symlinks are not followed, .git and "
+                ".gitignored entries are skipped. Entries are relative to the sandbox "
+                f"root, directories end with '/'; at most {lim.max_list_results} are "
+                "returned."
+            ),
+            input_schema=_schema(
+                {
+                    "pattern": {"type": "string", "minLength": 1, "default": "*"},
+                    "path": {"type": "string", "minLength": 1, "description": _PATH_DOC},
+                },
+                [],
+            ),
+            output_schema=_schema(
+                {
+                    "entries": {"type": "array", "items": {"type": "string"}},
+                    "truncated": {"type": "boolean"},
+                    "note": {"type": "string"},
+                },
+                ["entries", "truncated"],
+            ),
+            handler=lambda inputs: file_list(inputs, lim),
+            annotations=ToolAnnotations(read_only=True, idempotent=True),
+            timeout_s=60.0,
+        ),
+        ToolSpec(
+            name="builtin/file-search",
+            description=(
+                "Search UTF-8 text files beneath path (default: the sandbox root; may be "
+                "one file) for a Python regular expression, line by line. glob filters "
+                "the files ('*.py' matches a file name at any depth; a glob with '/' "
+                "matches the path relative to path). Binary, symlinked and .gitignored "
+                "files are skipped. Returns one {path, line, text} per matching line, "
+                f"path relative to the sandbox root, at most {lim.max_search_results}."
+            ),
+            input_schema=_schema(
+                {
+                    "pattern": {"type": "string", "minLength": 1},
+                    "glob": {"type": "string", "minLength": 1},
+                    "path": {"type": "string", "minLength": 1, "description": _PATH_DOC},
+                },
+                ["pattern"],
+            ),
+            output_schema=_schema(
+                {
+                    "matches": {
+                        "type": "array",
+                        "items": _schema(
+                            {
+                                "path": {"type": "string"},
+                                "line": {"type": "integer"},
+                                "text": {"type": "string"},
+                            },
+                            ["path", "line", "text"],
+                        ),
+                    },
+                    "truncated": {"type": "boolean"},
+                    "note": {"type": "string"},
+                },
+                ["matches", "truncated"],
+            ),
+            handler=lambda inputs: file_search(inputs, lim),
+            annotations=ToolAnnotations(read_only=True, idempotent=True),
+            timeout_s=60.0,
+        ),
+    ]

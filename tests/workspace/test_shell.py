@@ -1,0 +1,290 @@
+"""builtin/shell: confinement (bwrap), the unconfined fallback, timeouts, caps, env."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import select
+import shlex
+import socket
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from workspace_kit import CANARY_TEXT, SHELL_TIMEOUT_MS, Sandbox, require_bwrap, shell_tool
+
+from cleveragents.tool import RESERVED_INPUT_KEYS
+from cleveragents.workspace import BWRAP_ENV, ShellTool, WorkspaceLimits, WorkspaceToolError
+
+BOUND_S = 30.0
+
+
+async def run(tool: ShellTool, sandbox: Sandbox, command: str, **extra: Any) -> dict[str, Any]:
+    inputs: dict[str, Any] = {
+        "command": command,
+        "sandbox_root": str(sandbox.root),
+        "resource_bindings": {},
+    }
+    inputs.setdefault("timeout_ms", SHELL_TIMEOUT_MS)
+    inputs.update(extra)
+    spec = tool.spec()
+    spec.validate_input({k: v for k, v in inputs.items() if k not in RESERVED_INPUT_KEYS})
+    result: dict[str, Any] = await asyncio.wait_for(tool(inputs), BOUND_S)
+    spec.validate_output(result)
+    return result
+
+
+def processes_with(marker: str) -> list[int]:
+    """Pids whose command line contains ``marker`` (zombies included)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ")
+            except OSError:
+                continue
+            if marker.encode() in cmdline:
+                found.append(int(entry.name))
+    return found
+
+
+def exists(path: str) -> bool:
+    return os.path.exists(path)
+
+
+def wait_gone(pids: list[int], timeout_s: float = 5.0) -> list[int]:
+    """Wait (bounded, via pidfd) for each pid to exit; return those still running."""
+    alive = []
+    for pid in pids:
+        try:
+            fd = os.pidfd_open(pid)
+        except ProcessLookupError:
+            continue
+        try:
+            ready, _, _ = select.select([fd], [], [], timeout_s)
+            if not ready:
+                alive.append(pid)
+        finally:
+            os.close(fd)
+    return alive
+
+
+async def read_fifo(path: Path) -> bytes:
+    """Wait (bounded, without a thread) until a writer puts a line into the FIFO."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    loop = asyncio.get_running_loop()
+    readable: asyncio.Future[None] = loop.create_future()
+    loop.add_reader(fd, readable.set_result, None)
+    try:
+        await asyncio.wait_for(readable, BOUND_S)
+        return os.read(fd, 100)
+    finally:
+        loop.remove_reader(fd)
+        os.close(fd)
+
+
+# --------------------------------------------------------------------------- both modes
+
+
+async def test_the_command_runs_in_the_sandbox_root(sandbox: Sandbox, shell_mode: str) -> None:
+    result = await run(shell_tool(shell_mode, sandbox), sandbox, "pwd; cat inside.txt")
+    assert result["stdout"] == f"{sandbox.root}\ninside\n"
+    assert result["exit_code"] == 0
+
+
+async def test_exit_code_and_stderr_are_reported(sandbox: Sandbox, shell_mode: str) -> None:
+    result = await run(shell_tool(shell_mode, sandbox), sandbox, "echo oops >&2; exit 3")
+    assert (result["stderr"], result["exit_code"]) == ("oops\n", 3)
+
+
+async def test_a_command_killed_by_a_signal_reports_128_plus_the_signal(
+    sandbox: Sandbox, shell_mode: str
+) -> None:
+    result = await run(shell_tool(shell_mode, sandbox), sandbox, "kill -9 $$")
+    assert result["exit_code"] == 137
+
+
+async def test_stdin_is_empty(sandbox: Sandbox, shell_mode: str) -> None:
+    result = await run(shell_tool(shell_mode, sandbox), sandbox, "cat; echo done")
+    assert result["stdout"] == "done\n"
+
+
+async def test_output_over_the_cap_keeps_head_and_tail(sandbox: Sandbox, shell_mode: str) -> None:
+    tool = shell_tool(shell_mode, sandbox, WorkspaceLimits(max_shell_output_bytes=1000))
+    result = await run(tool, sandbox, "seq 1 20000")
+    assert result["truncated"] is True
+    assert result["stdout"].startswith("1\n2\n3\n")
+    assert result["stdout"].endswith("19999\n20000\n")
+    assert "bytes omitted" in result["stdout"]
+    assert len(result["stdout"]) < 1100
+    assert "cut in the middle" in result["note"]
+
+
+async def test_the_timeout_kills_the_whole_process_group(sandbox: Sandbox, shell_mode: str) -> None:
+    marker = f"37.{os.getpid()}{len(shell_mode)}"
+    tool = shell_tool(shell_mode, sandbox)
+    with pytest.raises(WorkspaceToolError, match="timed out after 300 ms") as info:
+        await run(tool, sandbox, f"echo begun; sleep {marker} & sleep {marker}", timeout_ms=300)
+    assert "begun" in info.value.message
+    assert wait_gone(processes_with(f"sleep {marker}")) == []
+
+
+async def test_cancelling_the_call_kills_the_command(sandbox: Sandbox, shell_mode: str) -> None:
+    marker = f"41.{os.getpid()}{len(shell_mode)}"
+    os.mkfifo(sandbox.root / "ready.fifo")
+    tool = shell_tool(shell_mode, sandbox)
+    task = asyncio.ensure_future(run(tool, sandbox, f"echo ready > ready.fifo; sleep {marker}"))
+
+    assert await read_fifo(sandbox.root / "ready.fifo") == b"ready\n"
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert wait_gone(processes_with(f"sleep {marker}")) == []
+
+
+async def test_secret_looking_variables_are_not_passed(
+    sandbox: Sandbox, shell_mode: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-should-not-leak")
+    monkeypatch.setenv("GITHUB_TOKEN", "ghp-should-not-leak")
+    monkeypatch.setenv("CLEVERAGENTS_VISIBLE", "yes")
+    result = await run(shell_tool(shell_mode, sandbox), sandbox, "env")
+    assert "should-not-leak" not in result["stdout"]
+    assert "CLEVERAGENTS_VISIBLE=yes" in result["stdout"]
+
+
+# --------------------------------------------------------------------------- unconfined
+
+
+async def test_an_unconfined_run_says_so(sandbox: Sandbox) -> None:
+    result = await run(ShellTool(bwrap=None), sandbox, "true")
+    assert result["confined"] is False
+    assert "NOT CONFINED" in result["note"]
+    assert "disabled for this shell tool" in result["note"]
+
+
+async def test_the_environment_variable_turns_confinement_off(
+    sandbox: Sandbox, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(BWRAP_ENV, "off")
+    result = await run(ShellTool(), sandbox, "true")
+    assert result["confined"] is False
+    assert f"{BWRAP_ENV}=off" in result["note"]
+
+
+async def test_a_missing_bwrap_runs_unconfined_and_says_why(sandbox: Sandbox) -> None:
+    result = await run(ShellTool(bwrap="/nonexistent/bwrap"), sandbox, "true")
+    assert result["confined"] is False
+    assert "was not found" in result["note"]
+
+
+async def test_a_bwrap_that_cannot_sandbox_is_treated_as_absent(sandbox: Sandbox) -> None:
+    tool = ShellTool(bwrap="/bin/false")
+    result = await run(tool, sandbox, "true")
+    assert result["confined"] is False
+    assert "cannot create a sandbox here" in result["note"]
+    assert tool.confinement() is tool.confinement()  # probed once, cached
+
+
+def test_the_bwrap_command_line_hides_then_binds_the_root_writable() -> None:
+    root = "/tmp/project"
+    argv = ShellTool(bwrap=None).bwrap_argv("/usr/bin/bwrap", root, "make test")
+    for flag in ("--unshare-user", "--unshare-net", "--unshare-pid", "--die-with-parent"):
+        assert flag in argv
+    assert argv[argv.index("--cap-drop") + 1] == "ALL"
+    assert argv[argv.index("--ro-bind") : argv.index("--ro-bind") + 3] == ["--ro-bind", "/", "/"]
+    assert argv[argv.index("--tmpfs") + 1] == os.path.realpath("/tmp") or "/tmp" in argv
+    bind = argv.index("--bind")
+    assert argv[bind : bind + 3] == ["--bind", root, root]
+    assert all(i < bind for i, arg in enumerate(argv) if arg == "--tmpfs")
+    assert argv[-3:] == ["/bin/sh", "-c", "make test"]
+
+
+# --------------------------------------------------------------------------- confined
+
+
+@pytest.fixture
+def confined(sandbox: Sandbox) -> ShellTool:
+    require_bwrap()
+    return shell_tool("bwrap", sandbox)
+
+
+async def test_a_confined_run_says_so(sandbox: Sandbox, confined: ShellTool) -> None:
+    result = await run(confined, sandbox, "true")
+    assert result["confined"] is True
+    assert "note" not in result
+
+
+async def test_a_confined_command_cannot_read_a_sibling_directory(
+    sandbox: Sandbox, confined: ShellTool
+) -> None:
+    result = await run(confined, sandbox, f"cat {shlex.quote(str(sandbox.canary))}/secret.txt")
+    assert result["exit_code"] != 0
+    assert CANARY_TEXT.strip() not in result["stdout"]
+
+
+async def test_a_confined_command_cannot_write_outside_the_workspace(
+    sandbox: Sandbox, confined: ShellTool
+) -> None:
+    before = sandbox.snapshot()
+    canary = shlex.quote(str(sandbox.canary))
+    etc = await run(confined, sandbox, "touch /etc/cleveragents-canary")
+    assert etc["exit_code"] != 0
+    assert "Read-only file system" in etc["stderr"]
+    for command in (f"echo x > {canary}/new.txt", f"rm {canary}/secret.txt"):
+        assert (await run(confined, sandbox, command))["exit_code"] != 0
+    assert not exists("/etc/cleveragents-canary")
+    assert sandbox.snapshot() == before
+
+
+async def test_a_confined_command_cannot_remount_the_system_writable(
+    sandbox: Sandbox, confined: ShellTool
+) -> None:
+    result = await run(confined, sandbox, "mount -o remount,rw / && touch /etc/cleveragents-rw")
+    assert result["exit_code"] != 0
+    assert not exists("/etc/cleveragents-rw")
+
+
+async def test_a_confined_command_can_write_inside_the_workspace(
+    sandbox: Sandbox, confined: ShellTool
+) -> None:
+    result = await run(confined, sandbox, "mkdir -p out && echo made > out/f.txt")
+    assert result["exit_code"] == 0
+    assert (sandbox.root / "out" / "f.txt").read_text() == "made\n"
+
+
+async def test_a_confined_command_cannot_reach_a_loopback_listener(
+    sandbox: Sandbox, confined: ShellTool
+) -> None:
+    with socket.create_server(("127.0.0.1", 0)) as server:
+        port = server.getsockname()[1]
+        script = f"import socket; socket.create_connection(('127.0.0.1', {port}), timeout=3)"
+        command = f"{shlex.quote(sys.executable)} -c {shlex.quote(script)}"
+        unconfined = await run(ShellTool(bwrap=None), sandbox, command)
+        assert unconfined["exit_code"] == 0, unconfined["stderr"]  # the listener is reachable
+        result = await run(confined, sandbox, command)
+    assert result["exit_code"] != 0
+    assert "Error" in result["stderr"]
+
+
+async def test_a_confined_command_cannot_reach_a_unix_socket_outside_the_workspace(
+    sandbox: Sandbox, confined: ShellTool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(sandbox.canary)  # a relative bind: AF_UNIX paths are short
+    with socket.socket(socket.AF_UNIX) as server:
+        server.bind("daemon.sock")
+        server.listen()
+        script = "import socket; socket.socket(socket.AF_UNIX).connect('daemon.sock')"
+        canary = shlex.quote(str(sandbox.canary))
+        command = f"cd {canary} && {shlex.quote(sys.executable)} -c {shlex.quote(script)}"
+        reachable = await run(ShellTool(bwrap=None), sandbox, command)
+        result = await run(confined, sandbox, command)
+    assert reachable["exit_code"] == 0, reachable["stderr"]
+    assert result["exit_code"] != 0
+
+
+def test_run_and_its_unix_sockets_are_hidden_by_default() -> None:
+    from cleveragents.workspace.shell import DEFAULT_HIDDEN_PATHS
+
+    assert {"/run", "/tmp", "/home", "/root"} <= set(DEFAULT_HIDDEN_PATHS)
