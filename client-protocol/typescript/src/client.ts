@@ -1,0 +1,547 @@
+/**
+ * `CleverAgentsClient`: spawn `cleveragents serve`, register TypeScript tools, run, stream
+ * events. The TypeScript twin of the Python client (`cleveragents.client.Client`).
+ *
+ *     const client = await CleverAgentsClient.spawn({ workspace: "/path/to/project",
+ *                                                     model: "scripted:turns.json" });
+ *     await client.registerTool({ name: "client/greet", description: "Greet someone.",
+ *                                 inputSchema: { type: "object" } }, (args) => `hi ${args.name}`);
+ *     const result = await client.run("Say hello", { onEvent: (e) => console.log(e.method) });
+ *     await client.close();
+ */
+
+import { type ChildProcessWithoutNullStreams, spawn as spawnProcess } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import { realpathSync } from "node:fs";
+import { basename, resolve as resolvePath } from "node:path";
+import { pathToFileURL } from "node:url";
+import {
+  CancellationToken,
+  CancellationTokenSource,
+  createMessageConnection,
+  type MessageConnection,
+  ResponseError,
+  StreamMessageReader,
+  StreamMessageWriter,
+} from "vscode-jsonrpc/node";
+import {
+  type ClientRequestMethod,
+  type DaemonNotificationMethod,
+  type ListedTool,
+  type LlmGenerateParams,
+  type LlmGenerateResult,
+  Methods,
+  type NotificationParams,
+  type PermissionOutcome,
+  type PermissionRequestParams,
+  type RegisterToolsParams,
+  type RequestParams,
+  type RequestResults,
+  type RunParams,
+  type RunResult,
+  type RunSummary,
+  type ToolDefinition,
+  type ToolsCallParams,
+  type ToolsCallResult,
+} from "./protocol";
+
+/** One run notification, discriminated by `method`: `event.params` is typed accordingly. */
+export type RunEvent = {
+  [M in DaemonNotificationMethod]: { method: M; params: NotificationParams[M] };
+}[DaemonNotificationMethod];
+
+export type EventCallback = (event: RunEvent) => void;
+
+/** What a client tool's handler gets besides the arguments: the whole `tools/call` params
+ * and a signal that aborts when the daemon cancels the call (run cancelled, timeout). */
+export interface ToolCallContext extends ToolsCallParams {
+  signal: AbortSignal;
+}
+
+/** A client tool: returns the output (any JSON value). Throwing gives a failed record. */
+export type ToolHandler = (
+  args: Record<string, unknown>,
+  context: ToolCallContext,
+) => unknown;
+
+export type PermissionHandler = (
+  request: PermissionRequestParams,
+  signal: AbortSignal,
+) => PermissionOutcome | Promise<PermissionOutcome>;
+
+/** Answers `llm/generate` when a run's model is `client` (the editor lends its model). */
+export type LlmHandler = (
+  params: LlmGenerateParams,
+  signal: AbortSignal,
+) => LlmGenerateResult | Promise<LlmGenerateResult>;
+
+/** `capabilities.experimental.cleveragents` of the `initialize` result. */
+export interface DaemonCapabilities {
+  protocolVersion: number;
+  methods: string[];
+  builtinTools: string[];
+  [key: string]: unknown;
+}
+
+export interface SpawnOptions {
+  /** The first workspace folder: the default sandbox root of every run. */
+  workspace: string;
+  /** More workspace folders (runs may pick a `sandboxRoot` inside any of them). */
+  extraFolders?: string[];
+  /** The daemon's argv. Default: `$CLEVERAGENTS_PYTHON -m cleveragents serve`, with
+   * `python3` when the variable is unset. */
+  command?: string[];
+  /** Where transcripts go (`--state-dir`). */
+  stateDir?: string;
+  /** The default model spec of the daemon, e.g. `"scripted:turns.json"` or
+   * `{provider: "scripted", script: [...]}`. */
+  model?: string | Record<string, unknown>;
+  /** The default automation profile (`supervised` when unset). */
+  automationProfile?: string;
+  /** Declare the `permissions` capability: the daemon then asks through
+   * `permission/request` instead of refusing. Default: true when `onPermission` is given. */
+  permissions?: boolean;
+  /** Answers `permission/request`; without one every request is answered `reject_once`. */
+  onPermission?: PermissionHandler;
+  /** Answers `llm/generate` and declares the `llm` capability (the `client` model). */
+  llm?: LlmHandler;
+  /** Extra environment for the daemon, on top of `process.env`. */
+  env?: Record<string, string>;
+  cwd?: string;
+  /** What to do with the daemon's stderr: keep its tail for error messages (`"pipe"`,
+   * the default), pass it through (`"inherit"`), or hand each chunk to a function. */
+  stderr?: "pipe" | "inherit" | ((text: string) => void);
+  /** Bound on `initialize` (ms, default 30000). */
+  initializeTimeoutMs?: number;
+}
+
+export interface RunOptions extends Omit<RunParams, "prompt"> {
+  /** Notifications of this run only. */
+  onEvent?: EventCallback;
+  /** Aborting sends `$/cancelRequest` for `run/start`: the daemon cancels the run and
+   * answers -32800, so `run()` rejects. Use `cancel(runId)` to get the cancelled result. */
+  signal?: AbortSignal;
+}
+
+/** Thrown by a tool handler to fail the call with a chosen output (`isError: true`). */
+export class ToolError extends Error {
+  constructor(
+    message: string,
+    readonly output: unknown = message,
+  ) {
+    super(message);
+    this.name = "ToolError";
+  }
+}
+
+/** The daemon process ended (or could not start); `stderr` is the tail of its stderr. */
+export class DaemonExitedError extends Error {
+  constructor(
+    message: string,
+    readonly exitCode: number | null,
+    readonly stderr: string,
+  ) {
+    super(stderr ? `${message}\n${stderr}` : message);
+    this.name = "DaemonExitedError";
+  }
+}
+
+const RUN_EVENTS: readonly DaemonNotificationMethod[] = [
+  Methods.RUN_STARTED,
+  Methods.RUN_MESSAGE_DELTA,
+  Methods.RUN_TOOL_CALL_STARTED,
+  Methods.RUN_TOOL_CALL,
+  Methods.RUN_ITERATION,
+  Methods.RUN_FINISHED,
+];
+
+const STDERR_TAIL = 16 * 1024;
+
+/** `command` as given, else `$CLEVERAGENTS_PYTHON -m cleveragents serve`. */
+export function defaultCommand(env: NodeJS.ProcessEnv = process.env): string[] {
+  return [env.CLEVERAGENTS_PYTHON || "python3", "-m", "cleveragents", "serve"];
+}
+
+/** A connection to one spawned daemon. Many runs may go on at once. */
+export class CleverAgentsClient {
+  /** `capabilities.experimental.cleveragents` from `initialize`. */
+  capabilities: DaemonCapabilities = { protocolVersion: 0, methods: [], builtinTools: [] };
+  /** Answers `permission/request`; `reject_once` when unset. */
+  permissionHandler: PermissionHandler | undefined;
+  /** Answers `llm/generate`. */
+  llmHandler: LlmHandler | undefined;
+
+  private readonly tools = new Map<string, ToolHandler>();
+  private readonly anyListeners = new Set<EventCallback>();
+  private readonly runListeners = new Map<string, Set<EventCallback>>();
+  private stderrTail = "";
+  private exit: { code: number | null; signal: NodeJS.Signals | null } | undefined;
+  private readonly exited: Promise<number | null>;
+  private closing: Promise<number | null> | undefined;
+  private spawnError: Error | undefined;
+
+  readonly process: ChildProcessWithoutNullStreams;
+  readonly connection: MessageConnection;
+
+  private constructor(child: ChildProcessWithoutNullStreams, connection: MessageConnection) {
+    this.process = child;
+    this.connection = connection;
+    let markExit: (code: number | null, signal: NodeJS.Signals | null) => void = () => {};
+    this.exited = new Promise((resolve) => {
+      markExit = (code, signal) => {
+        if (this.exit !== undefined) return;
+        this.exit = { code, signal };
+        connection.dispose(); // rejects whatever is still pending
+        resolve(code);
+      };
+    });
+    child.once("close", (code, signal) => markExit(code, signal));
+    child.on("error", (error) => {
+      this.spawnError = error;
+      if (child.pid === undefined) markExit(null, null); // never started: no "close" follows
+    });
+    for (const method of RUN_EVENTS) {
+      connection.onNotification(method, (params: unknown) => {
+        this.dispatch({ method, params } as RunEvent);
+      });
+    }
+    connection.onRequest(
+      Methods.TOOLS_CALL,
+      (params: ToolsCallParams, token: CancellationToken) => this.onToolsCall(params, token),
+    );
+    connection.onRequest(
+      Methods.PERMISSION_REQUEST,
+      (params: PermissionRequestParams, token: CancellationToken) =>
+        this.onPermission(params, token),
+    );
+    connection.onRequest(
+      Methods.LLM_GENERATE,
+      (params: LlmGenerateParams, token: CancellationToken) => this.onLlmGenerate(params, token),
+    );
+  }
+
+  /** Start `cleveragents serve` and complete `initialize`. */
+  static async spawn(options: SpawnOptions): Promise<CleverAgentsClient> {
+    const argv = [...(options.command ?? defaultCommand())];
+    const program = argv.shift();
+    if (program === undefined) throw new Error("command must name a program");
+    if (options.stateDir !== undefined) argv.push("--state-dir", resolvePath(options.stateDir));
+    // Path.resolve() of the Python client: absolute, symlinks resolved, so the sandbox
+    // roots the daemon reports compare equal to these.
+    const folders = [options.workspace, ...(options.extraFolders ?? [])].map((p) =>
+      realpathSync(resolvePath(p)),
+    );
+    const child = spawnProcess(program, argv, {
+      stdio: ["pipe", "pipe", options.stderr === "inherit" ? "inherit" : "pipe"],
+      env: { ...process.env, ...options.env },
+      cwd: options.cwd,
+    }) as ChildProcessWithoutNullStreams;
+    const connection = createMessageConnection(
+      new StreamMessageReader(child.stdout),
+      new StreamMessageWriter(child.stdin),
+    );
+    const client = new CleverAgentsClient(child, connection);
+    child.stdin.on("error", () => undefined); // EPIPE once the daemon died: seen on "close"
+    child.stderr?.on("data", (chunk: Buffer) => client.onStderr(chunk, options.stderr));
+    client.permissionHandler = options.onPermission;
+    client.llmHandler = options.llm;
+
+    const initializationOptions: Record<string, unknown> = {};
+    if (options.model !== undefined) initializationOptions.model = options.model;
+    if (options.automationProfile !== undefined) {
+      initializationOptions.automationProfile = options.automationProfile;
+    }
+    const ours: Record<string, unknown> = {
+      permissions: options.permissions ?? options.onPermission !== undefined,
+    };
+    if (options.llm !== undefined) ours.llm = true;
+
+    const ms = options.initializeTimeoutMs ?? 30_000;
+    let timer: NodeJS.Timeout | undefined;
+    const failed = new Promise<never>((_, reject) => {
+      void client.exited.then(() => reject(client.startError(program)));
+      timer = setTimeout(() => reject(new Error(`initialize got no answer within ${ms} ms`)), ms);
+    });
+    try {
+      // Nothing is written before the process exists: a failed spawn only emits "error".
+      await Promise.race([new Promise((resolve) => child.once("spawn", resolve)), failed]);
+      connection.listen();
+      const result = await Promise.race([
+        connection.sendRequest<{ capabilities?: { experimental?: unknown } }>("initialize", {
+          processId: process.pid,
+          clientInfo: { name: "@cleveragents/client" },
+          rootUri: pathToFileURL(folders[0]!).href,
+          workspaceFolders: folders.map((f) => ({ uri: pathToFileURL(f).href, name: basename(f) })),
+          capabilities: { experimental: { cleveragents: ours } },
+          initializationOptions,
+        }),
+        failed,
+      ]);
+      const experimental = result.capabilities?.experimental as
+        | { cleveragents?: DaemonCapabilities }
+        | undefined;
+      client.capabilities = experimental?.cleveragents ?? client.capabilities;
+      await connection.sendNotification("initialized", {});
+    } catch (error) {
+      await client.close(2_000);
+      throw client.exit !== undefined && !(error instanceof DaemonExitedError)
+        ? client.startError(program)
+        : error;
+    } finally {
+      clearTimeout(timer);
+    }
+    return client;
+  }
+
+  /** The last 16 KiB the daemon wrote to stderr (with `stderr: "pipe"`). */
+  get stderr(): string {
+    return this.stderrTail;
+  }
+
+  /** The daemon's exit code once it has exited, else `undefined`. */
+  get exitCode(): number | null | undefined {
+    return this.exit?.code;
+  }
+
+  /** Send any client -> daemon request, typed by the method table. */
+  async request<M extends ClientRequestMethod>(
+    method: M,
+    params: RequestParams[M],
+    token: CancellationToken = CancellationToken.None,
+  ): Promise<RequestResults[M]> {
+    if (this.exit !== undefined) throw this.exitedError();
+    try {
+      return await this.connection.sendRequest<RequestResults[M]>(method, params, token);
+    } catch (error) {
+      // vscode-jsonrpc's own codes (-32099..-32096): the connection failed, not the daemon
+      const local =
+        !(error instanceof ResponseError) || (error.code >= -32099 && error.code <= -32096);
+      if (this.exit !== undefined && local) throw this.exitedError();
+      throw error;
+    }
+  }
+
+  // -- tools ------------------------------------------------------------------------------
+
+  /** Register a client tool and its handler (answers `tools/call` for that name). */
+  async registerTool(
+    definition: ToolDefinition,
+    handler: ToolHandler,
+    options: { runId?: string; replace?: boolean } = {},
+  ): Promise<string[]> {
+    const params: RegisterToolsParams = { tools: [definition] };
+    if (options.runId !== undefined) params.runId = options.runId;
+    if (options.replace) params.replace = true;
+    const previous = this.tools.get(definition.name);
+    this.tools.set(definition.name, handler); // before the reply: a run may call it at once
+    try {
+      return (await this.request(Methods.TOOLS_REGISTER, params)).registered;
+    } catch (error) {
+      if (previous === undefined) this.tools.delete(definition.name);
+      else this.tools.set(definition.name, previous);
+      throw error;
+    }
+  }
+
+  async unregisterTools(names: string[], runId?: string): Promise<string[]> {
+    const result = await this.request(
+      Methods.TOOLS_UNREGISTER,
+      runId === undefined ? { names } : { names, runId },
+    );
+    for (const name of result.unregistered) this.tools.delete(name);
+    return result.unregistered;
+  }
+
+  /** Every tool the daemon (or one run) can see, sorted by name. */
+  async listTools(runId?: string): Promise<ListedTool[]> {
+    return (await this.request(Methods.TOOLS_LIST, runId === undefined ? {} : { runId })).tools;
+  }
+
+  private async onToolsCall(
+    params: ToolsCallParams,
+    token: CancellationToken,
+  ): Promise<ToolsCallResult | ResponseError> {
+    const handler = this.tools.get(params.name);
+    if (handler === undefined) {
+      return new ResponseError(-32601, `no client tool ${JSON.stringify(params.name)}`);
+    }
+    const { signal, dispose } = abortSignalOf(token);
+    try {
+      const output = await handler({ ...(params.arguments ?? {}) }, { ...params, signal });
+      return { output: output === undefined ? null : output };
+    } catch (error) {
+      if (error instanceof ToolError) return { output: error.output ?? null, isError: true };
+      const text = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
+      return { output: text, isError: true };
+    } finally {
+      dispose();
+    }
+  }
+
+  private async onPermission(
+    params: PermissionRequestParams,
+    token: CancellationToken,
+  ): Promise<{ outcome: PermissionOutcome }> {
+    const handler = this.permissionHandler;
+    if (handler === undefined) return { outcome: "reject_once" };
+    const { signal, dispose } = abortSignalOf(token);
+    try {
+      return { outcome: await handler(params, signal) };
+    } catch {
+      return { outcome: "reject_once" }; // never run a tool on a failed answer
+    } finally {
+      dispose();
+    }
+  }
+
+  private async onLlmGenerate(
+    params: LlmGenerateParams,
+    token: CancellationToken,
+  ): Promise<LlmGenerateResult | ResponseError> {
+    const handler = this.llmHandler;
+    if (handler === undefined) return new ResponseError(-32601, "this client lends no model");
+    const { signal, dispose } = abortSignalOf(token);
+    try {
+      return await handler(params, signal);
+    } catch (error) {
+      return new ResponseError(-32603, error instanceof Error ? error.message : String(error));
+    } finally {
+      dispose();
+    }
+  }
+
+  /** Text the lent model streamed during `llm/generate` (optional). */
+  async sendLlmDelta(runId: string, iteration: number, text: string): Promise<void> {
+    await this.connection.sendNotification(Methods.LLM_DELTA, { runId, iteration, text });
+  }
+
+  // -- runs -------------------------------------------------------------------------------
+
+  /** Receive every run notification of this connection; returns an unsubscribe function. */
+  onEvent(callback: EventCallback): () => void {
+    this.anyListeners.add(callback);
+    return () => this.anyListeners.delete(callback);
+  }
+
+  private dispatch(event: RunEvent): void {
+    // Every listener hears the event even if one throws; the first error is rethrown
+    // afterwards (vscode-jsonrpc reports it as a failed notification handler).
+    let failure: { error: unknown } | undefined;
+    const listeners = [...this.anyListeners, ...(this.runListeners.get(event.params.runId) ?? [])];
+    for (const callback of listeners) {
+      try {
+        callback(event);
+      } catch (error) {
+        failure ??= { error };
+      }
+    }
+    if (failure !== undefined) throw failure.error;
+  }
+
+  /** Start a run and wait for its `RunResult` (the `run/start` reply comes when the run
+   * ends). A `runId` is made up when `options` has none. */
+  async run(prompt: string, options: RunOptions = {}): Promise<RunResult> {
+    const { onEvent, signal, ...rest } = options;
+    const runId = rest.runId ?? randomBytes(8).toString("hex");
+    const params: RunParams = { ...rest, prompt, runId };
+    if (onEvent !== undefined) {
+      let listeners = this.runListeners.get(runId);
+      if (listeners === undefined) this.runListeners.set(runId, (listeners = new Set()));
+      listeners.add(onEvent);
+    }
+    const source = new CancellationTokenSource();
+    const abort = (): void => source.cancel();
+    if (signal?.aborted) abort();
+    signal?.addEventListener("abort", abort, { once: true });
+    try {
+      return await this.request(Methods.RUN_START, params, source.token);
+    } finally {
+      signal?.removeEventListener("abort", abort);
+      source.dispose();
+      const listeners = this.runListeners.get(runId);
+      if (onEvent !== undefined && listeners !== undefined) {
+        listeners.delete(onEvent);
+        if (listeners.size === 0) this.runListeners.delete(runId);
+      }
+    }
+  }
+
+  /** Cancel a run: its pending `run()` then resolves with `status: "cancelled"`. */
+  async cancel(runId: string): Promise<void> {
+    await this.request(Methods.RUN_CANCEL, { runId });
+  }
+
+  async get(runId: string): Promise<RunResult> {
+    return this.request(Methods.RUN_GET, { runId });
+  }
+
+  async listRuns(): Promise<RunSummary[]> {
+    return (await this.request(Methods.RUN_LIST, {})).runs;
+  }
+
+  // -- lifecycle --------------------------------------------------------------------------
+
+  /** `shutdown` + `exit` when possible, then wait for the process (each step bounded by
+   * `timeoutMs`), killing it if it lingers. Resolves with the exit code. Idempotent. */
+  close(timeoutMs = 5_000): Promise<number | null> {
+    this.closing ??= this.doClose(timeoutMs);
+    return this.closing;
+  }
+
+  private async doClose(timeoutMs: number): Promise<number | null> {
+    if (this.exit === undefined) {
+      try {
+        await withTimeout(this.connection.sendRequest("shutdown"), timeoutMs);
+        await withTimeout(this.connection.sendNotification("exit"), timeoutMs);
+      } catch {
+        // the daemon is gone or stuck: waiting below, then the kill, settle it
+      }
+      this.process.stdin.end();
+    }
+    if (this.exit === undefined) {
+      await withTimeout(this.exited, timeoutMs).catch(() => undefined);
+    }
+    if (this.exit === undefined) {
+      this.process.kill("SIGKILL");
+      await this.exited;
+    }
+    this.connection.dispose();
+    return this.exit?.code ?? null;
+  }
+
+  private onStderr(chunk: Buffer, mode: SpawnOptions["stderr"]): void {
+    const text = chunk.toString("utf8");
+    if (typeof mode === "function") mode(text);
+    this.stderrTail = (this.stderrTail + text).slice(-STDERR_TAIL);
+  }
+
+  private startError(program: string): DaemonExitedError {
+    if (this.spawnError !== undefined) {
+      return new DaemonExitedError(`could not start ${program}: ${this.spawnError.message}`,
+                                   null, this.stderrTail);
+    }
+    return new DaemonExitedError(`the daemon exited (code ${this.exit?.code}) during initialize`,
+                                 this.exit?.code ?? null, this.stderrTail);
+  }
+
+  private exitedError(): DaemonExitedError {
+    const how = this.exit?.signal ? `signal ${this.exit.signal}` : `code ${this.exit?.code}`;
+    return new DaemonExitedError(`the daemon exited (${how})`, this.exit?.code ?? null,
+                                 this.stderrTail);
+  }
+}
+
+function abortSignalOf(token: CancellationToken): { signal: AbortSignal; dispose: () => void } {
+  const controller = new AbortController();
+  if (token.isCancellationRequested) controller.abort();
+  const subscription = token.onCancellationRequested(() => controller.abort());
+  return { signal: controller.signal, dispose: () => subscription.dispose() };
+}
+
+function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`timed out after ${ms} ms`)), ms);
+  });
+  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
+}
