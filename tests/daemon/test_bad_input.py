@@ -135,3 +135,31 @@ async def test_requests_before_initialize_are_refused(tmp_path: Path) -> None:
         assert reply["error"]["code"] == -32026
     finally:
         await raw.kill()
+
+
+@pytest.mark.parametrize(
+    ("params", "field"),
+    [
+        ({"initializationOptions": {"stateDir": 3}}, "initializationOptions.stateDir"),
+        ({"initializationOptions": {"model": 5}}, "initializationOptions.model"),
+        ({"capabilities": {"experimental": {"cleveragents": {"llm": "yes"}}}},
+         "capabilities.experimental.cleveragents.llm"),
+    ],
+)  # fmt: skip
+async def test_initialize_with_options_of_the_wrong_type_names_the_field(
+    tmp_path: Path, params: dict[str, object], field: str
+) -> None:
+    import sys
+
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "cleveragents", "serve", "--state-dir", str(tmp_path),
+        stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    raw = RawDaemon(process)
+    try:
+        reply = await raw.call(1, "initialize", {"processId": None, "rootUri": tmp_path.as_uri(),
+                                                  "capabilities": {}, **params})  # fmt: skip
+        assert reply["error"]["code"] == -32602
+        assert reply["error"]["message"].startswith(field + ":")
+    finally:
+        await raw.kill()

@@ -25,6 +25,7 @@ import {
   StreamMessageWriter,
 } from "vscode-jsonrpc/node";
 import {
+  type DaemonCapabilities,
   type ClientRequestMethod,
   type DaemonNotificationMethod,
   type ListedTool,
@@ -76,13 +77,6 @@ export type LlmHandler = (
 ) => LlmGenerateResult | Promise<LlmGenerateResult>;
 
 /** `capabilities.experimental.cleveragents` of the `initialize` result. */
-export interface DaemonCapabilities {
-  protocolVersion: number;
-  methods: string[];
-  builtinTools: string[];
-  [key: string]: unknown;
-}
-
 export interface SpawnOptions {
   /** The first workspace folder: the default sandbox root of every run. */
   workspace: string;

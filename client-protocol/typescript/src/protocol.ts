@@ -11,11 +11,32 @@ export type RunStatus = "completed" | "limit" | "cancelled" | "failed";
 
 export type ToolSource = "builtin" | "client" | "mcp";
 
+/** `initialize` → `capabilities.experimental.cleveragents`: what the client serves. */
+export interface ClientCapabilitiesCleverAgents {
+  permissions?: boolean;
+  llm?: boolean;
+}
+
+/** The `initialize` result's `capabilities.experimental.cleveragents`. */
+export interface DaemonCapabilities {
+  protocolVersion: number;
+  methods: string[];
+  builtinTools: string[];
+}
+
 /** Params of `run/list`: an empty object. */
 export type EmptyParams = Record<string, never>;
 
 /** The `{}` reply of `run/cancel`. */
 export type EmptyResult = Record<string, never>;
+
+/** `initialize` → `initializationOptions`: defaults for every run. */
+export interface InitializationOptions {
+  model?: string | Record<string, unknown>;
+  automationProfile?: string;
+  stateDir?: string;
+  profiles?: Record<string, Record<string, unknown>>;
+}
 
 /** Params of `run/iteration`. */
 export interface IterationNotification {

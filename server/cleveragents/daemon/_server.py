@@ -39,6 +39,7 @@ from ..tool import CleverAgentsError, NotInitializedError, ToolSpec
 from ._peer import PeerRequestError
 from ._permissions import make_policy_factory
 from ._runs import DaemonConfig, RunManager
+from ._transcripts import TranscriptStore
 
 logger = logging.getLogger(__name__)
 
@@ -91,15 +92,10 @@ class CleverAgentsProtocol(LanguageServerProtocol):
 
     @lsp_method(lsp.INITIALIZE)
     def lsp_initialize(self, params: lsp.InitializeParams) -> Any:
+        self._server.on_initialize(params)  # may refuse bad options before anything else
         result = yield from super().lsp_initialize(params)
-        self._server.on_initialize(params)
-        result.capabilities.experimental = {
-            "cleveragents": {
-                "protocolVersion": PROTOCOL_VERSION,
-                "methods": [method.name for method in m.METHODS],
-                "builtinTools": list(self._server.manager.builtin_names),
-            }
-        }
+        ours = unstructure(self._server.daemon_capabilities())
+        result.capabilities.experimental = {"cleveragents": ours}
         return result
 
     def _send_handler_result(self, future: Any, *, msg_id: Any) -> None:
@@ -154,23 +150,41 @@ class CleverAgentsServer(LanguageServer):
         _register_methods(self)
 
     def on_initialize(self, params: lsp.InitializeParams) -> None:
-        options = params.initialization_options
-        if isinstance(options, dict):
-            if options.get("model") is not None:
-                self.config.model = options["model"]
-            if isinstance(options.get("automationProfile"), str):
-                self.config.automation_profile = options["automationProfile"]
-            if isinstance(options.get("stateDir"), str):
-                self.config.state_dir = Path(options["stateDir"])
-                self.manager.store.__init__(self.config.state_dir)  # type: ignore[misc]
-            if isinstance(options.get("profiles"), dict):
-                self.config.custom_profiles = options["profiles"]
-        experimental = params.capabilities.experimental
-        ours = experimental.get("cleveragents") if isinstance(experimental, dict) else None
-        if isinstance(ours, dict):
-            self.config.client_permissions = ours.get("permissions") is True
-            self.config.client_llm = ours.get("llm") is True
+        """Apply ``initializationOptions`` and the client's capabilities; a field of the
+        wrong type fails ``initialize`` with -32602 naming it."""
+        try:
+            raw_options = params.initialization_options
+            options = structure(
+                raw_options if raw_options is not None else {},
+                wire.InitializationOptions,
+                root="initializationOptions",
+            )
+            experimental = params.capabilities.experimental
+            ours = experimental.get("cleveragents") if isinstance(experimental, dict) else None
+            client = structure(
+                ours if ours is not None else {},
+                wire.ClientCapabilitiesCleverAgents,
+                root="capabilities.experimental.cleveragents",
+            )
+        except ParamsError as exc:
+            raise WireError(INVALID_PARAMS, str(exc)) from None
+        if options.model is not None:
+            self.config.model = options.model
+        if options.automation_profile is not None:
+            self.config.automation_profile = options.automation_profile
+        if options.state_dir is not None:
+            self.config.state_dir = Path(options.state_dir)
+            self.manager.store = TranscriptStore(self.config.state_dir)
+        if options.profiles is not None:
+            self.config.custom_profiles = options.profiles
+        self.config.client_permissions = client.permissions is True
+        self.config.client_llm = client.llm is True
         self.initialized = True
+
+    def daemon_capabilities(self) -> wire.DaemonCapabilities:
+        return wire.DaemonCapabilities(
+            PROTOCOL_VERSION, [method.name for method in m.METHODS], self.manager.builtin_names
+        )
 
     def sandbox_roots(self) -> list[str]:
         """The workspace folders as absolute paths, first one first."""

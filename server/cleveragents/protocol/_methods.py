@@ -89,6 +89,13 @@ METHODS: tuple[Method, ...] = (
 
 BY_NAME: dict[str, Method] = {m.name: m for m in METHODS}
 
+LIFECYCLE_TYPES: tuple[type, ...] = (
+    t.InitializationOptions,
+    t.ClientCapabilitiesCleverAgents,
+    t.DaemonCapabilities,
+)
+"""Contract types that belong to ``initialize`` rather than to one of our methods."""
+
 DAEMON_REQUESTS: tuple[str, ...] = tuple(
     m.name for m in METHODS if m.kind == "request" and m.direction == "client->daemon"
 )

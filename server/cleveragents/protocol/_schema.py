@@ -16,7 +16,7 @@ from typing import Any, Literal, Union
 import attrs
 
 from ._converter import camel, is_optional
-from ._methods import METHODS, PROTOCOL_VERSION
+from ._methods import LIFECYCLE_TYPES, METHODS, PROTOCOL_VERSION
 
 DRAFT = "https://json-schema.org/draft/2020-12/schema"
 
@@ -103,6 +103,8 @@ def protocol_schema() -> dict[str, Any]:
         if method.result is not None:
             entry["result"] = _type_schema(method.result, defs)
         methods[method.name] = entry
+    for cls in LIFECYCLE_TYPES:
+        _type_schema(cls, defs)
     return {
         "$schema": DRAFT,
         "$id": "urn:cleveragents:protocol:v1",

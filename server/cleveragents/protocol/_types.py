@@ -106,6 +106,36 @@ class RunSummary:
     active: bool
 
 
+# -- initialize ---------------------------------------------------------------------------
+
+
+@attrs.define
+class InitializationOptions:
+    """``initialize`` → ``initializationOptions``: defaults for every run."""
+
+    model: str | dict[str, Any] | None = opt()
+    automation_profile: str | None = opt()
+    state_dir: str | None = opt()
+    profiles: dict[str, dict[str, Any]] | None = opt()
+
+
+@attrs.define
+class ClientCapabilitiesCleverAgents:
+    """``initialize`` → ``capabilities.experimental.cleveragents``: what the client serves."""
+
+    permissions: bool | None = opt()
+    llm: bool | None = opt()
+
+
+@attrs.define
+class DaemonCapabilities:
+    """The ``initialize`` result's ``capabilities.experimental.cleveragents``."""
+
+    protocol_version: int
+    methods: list[str]
+    builtin_tools: list[str]
+
+
 # -- client -> daemon requests -----------------------------------------------------------
 
 
