@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import json
 import weakref
 from pathlib import Path
 from typing import Any
@@ -18,6 +19,9 @@ class FakePeer:
 
     def notify(self, method: str, params: dict[str, Any]) -> None:
         self.notifications.append((method, params))
+
+    def notify_json(self, method: str, params_text: str) -> None:
+        self.notifications.append((method, json.loads(params_text)))
 
     def request(self, method: str, params: dict[str, Any]) -> tuple[str, asyncio.Future[Any]]:
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()

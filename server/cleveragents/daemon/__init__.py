@@ -7,6 +7,7 @@ transcripts. It owns no loop logic of its own.
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
 import sys
 from pathlib import Path
@@ -56,6 +57,8 @@ def serve(
     automation_profile: str | None = None,
 ) -> int:
     server = create_server(state_dir, model, automation_profile)
+    gc.freeze()  # the long-lived startup objects need never be scanned again
+    gc.enable()
     if tcp is not None:
         return asyncio.run(serve_tcp(server, *tcp))
     return asyncio.run(serve_stdio(server))

@@ -21,6 +21,10 @@ class PeerRequestError(Exception):
 class Peer(Protocol):
     def notify(self, method: str, params: dict[str, Any]) -> None: ...
 
+    def notify_json(self, method: str, params_text: str) -> None:
+        """Send a notification whose params are already JSON text."""
+        ...
+
     def request(self, method: str, params: dict[str, Any]) -> tuple[str, asyncio.Future[Any]]:
         """Send a request; returns its id and a future for the result (or a
         ``PeerRequestError``)."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import json
 import logging
 import time
 import uuid
@@ -60,6 +61,8 @@ logger = logging.getLogger(__name__)
 DEFAULT_CLIENT_TOOL_TIMEOUT_S = 120.0
 RESERVED_PREFIXES = ("builtin/", "mcp:")
 
+_dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+
 _current_run_id: contextvars.ContextVar[str] = contextvars.ContextVar("cleveragents_run_id")
 """The run whose task is running: how a shared client tool knows which run called it."""
 
@@ -94,13 +97,15 @@ class Run:
     on_llm_delta: Callable[[int, str], None] | None = None
 
     def emit(self, method: str, payload: dict[str, Any]) -> None:
-        """Send one numbered notification and log it; nothing after ``run/finished``."""
+        """Send one numbered notification and log it; nothing after ``run/finished``.
+
+        The params are serialised once, for the wire and the transcript alike."""
         if self.finished:
             return
         self.seq += 1
-        params = {"runId": self.run_id, "seq": self.seq, **payload}
-        self.transcript.append(method, params)
-        self.peer.notify(method, params)
+        text = _dumps({"runId": self.run_id, "seq": self.seq, **payload})
+        self.transcript.append_raw(method, text)
+        self.peer.notify_json(method, text)
         if method == m.RUN_FINISHED:
             self.finished = True
 

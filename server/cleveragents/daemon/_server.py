@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import itertools
+import json
 import logging
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -46,6 +47,8 @@ logger = logging.getLogger(__name__)
 P = TypeVar("P")
 
 INVALID_PARAMS = -32602
+
+_dumps = json.JSONEncoder(separators=(",", ":")).encode
 INTERNAL_ERROR = -32603
 
 
@@ -107,22 +110,53 @@ class CleverAgentsProtocol(LanguageServerProtocol):
         super()._send_handler_result(future, msg_id=msg_id)
 
     def _handle_response(self, msg_id: Any, result: Any = None, error: Any = None) -> None:
+        """A reply to one of our requests; ``error`` is a dict (from our transport) or
+        pygls's ``ResponseError``."""
         future = self._request_futures.pop(msg_id, None)
         if future is None or future.done():  # pygls #621: the awaiting task was cancelled
             return
         if error is not None:
-            future.set_exception(PeerRequestError(error.code, error.message))
+            if isinstance(error, dict):
+                code, message = error.get("code"), error.get("message")
+            else:
+                code, message = error.code, error.message
+            future.set_exception(
+                PeerRequestError(code if isinstance(code, int) else -32603, str(message))
+            )
         else:
             future.set_result(result)
+
+    # The hot paths below write frames themselves: pygls's ``_send_data`` wraps each
+    # message in an attrs object that cattrs then walks field by field (measured: about
+    # half the cost of a notification; scripts/bench/daemon_notifications.py).
+
+    def write_frame(self, body: str) -> None:
+        data = body.encode("utf-8")
+        writer = self.writer
+        if writer is not None:
+            writer.write(b"Content-Length: %d\r\n\r\n%s" % (len(data), data))
+
+    def notify_json(self, method: str, params_text: str) -> None:
+        self.write_frame(f'{{"jsonrpc":"2.0","method":{_dumps(method)},"params":{params_text}}}')
 
     def request(self, method: str, params: dict[str, Any]) -> tuple[str, asyncio.Future[Any]]:
         msg_id = f"ca-{next(self._ids)}"
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         self._request_futures[msg_id] = future  # type: ignore[assignment]
-        self._send_data(
-            JsonRPCRequestMessage(id=msg_id, method=method, params=params, jsonrpc="2.0")
-        )
+        message = {"jsonrpc": "2.0", "id": msg_id, "method": method, "params": params}
+        self.write_frame(_dumps(message))
         return msg_id, future
+
+    def _send_response(self, msg_id: Any, result: Any = None, error: Any = None) -> None:
+        if error is None and not attrs.has(type(result)):
+            try:
+                body = _dumps({"jsonrpc": "2.0", "id": msg_id, "result": result})
+            except (TypeError, ValueError):
+                pass  # not plain JSON: let pygls serialise it
+            else:
+                self.write_frame(body)
+                return
+        super()._send_response(msg_id, result, error)
 
     def cancel_request(self, msg_id: str) -> None:
         if self._request_futures.pop(msg_id, None) is not None:
@@ -205,7 +239,10 @@ class _PygslPeer:
         self._server = server
 
     def notify(self, method: str, params: dict[str, Any]) -> None:
-        self._server.protocol.notify(method, params)
+        self._server.protocol.notify_json(method, _dumps(params))
+
+    def notify_json(self, method: str, params_text: str) -> None:
+        self._server.protocol.notify_json(method, params_text)
 
     def request(self, method: str, params: dict[str, Any]) -> tuple[str, asyncio.Future[Any]]:
         return self._server.protocol.request(method, params)

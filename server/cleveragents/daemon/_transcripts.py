@@ -39,9 +39,13 @@ class Transcript:
         self._fd: int | None = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
 
     def append(self, method: str, params: Any) -> None:
+        self.append_raw(method, json.dumps(params, ensure_ascii=False))
+
+    def append_raw(self, method: str, params_text: str) -> None:
+        """Append a line whose params are already JSON text (serialised once per event)."""
         if self._fd is None:
             return
-        line = json.dumps({"method": method, "params": params}, ensure_ascii=False) + "\n"
+        line = f'{{"method":{json.dumps(method)},"params":{params_text}}}\n'
         os.write(self._fd, line.encode("utf-8"))
 
     def close(self) -> None:

@@ -115,6 +115,9 @@ class Connection:
             )
             return
         protocol = self.server.protocol
+        if method is None and "id" in data:  # a reply to one of our requests
+            protocol._handle_response(msg_id, data.get("result"), data.get("error"))
+            return
         if is_request and protocol._shutdown and method != "exit":
             self.reply_error(msg_id, INVALID_REQUEST, f"{method}: the server is shutting down")
             return

@@ -209,7 +209,8 @@ class ToolRunSession:
     def _finish(
         self, spec: ToolSpec, call: ToolCall, iteration: int, started: float, output: JSONValue
     ) -> ToolCallRecord:
-        spec.validate_output(output)
+        if spec.output_schema is not None:
+            spec.validate_output(output)
         return ToolCallRecord(
             spec.name, call.arguments, output, (_perf() - started) * 1000.0, True, None,
             iteration, call.id,
@@ -406,6 +407,12 @@ class ToolRunSession:
         each under its timeout; on cancel, unfinished calls get a cancelled record (a
         thread cannot be killed: it finishes in the background, its result dropped).
         """
+        if len(calls) == 1:  # the common case, without the bookkeeping below
+            spec = self._registry.get(calls[0].name)
+            if spec is not None and not spec.blocking and not spec.is_async:
+                if self._observe is not None:
+                    self._observe("discover", spec.name, calls[0].id)
+                return [self._execute_sync(spec, calls[0], iteration, _perf())]
         records: list[ToolCallRecord | None] = [None] * len(calls)
         pending: dict[concurrent.futures.Future[ToolCallRecord], tuple[int, float, float]] = {}
         for index, call in enumerate(calls):

@@ -37,6 +37,11 @@ from ._types import (
 
 DEFAULT_MAX_ITERATIONS = 25
 
+YIELD_EVERY_S = 0.002
+"""The async driver gives the event loop a turn at least this often. A model and tools
+that answer without suspending (the scripted model, inline tools) would otherwise hold
+the loop for a whole run: no cancel could land and other runs would wait."""
+
 _perf = time.perf_counter
 _NULL_SINK = NullEventSink()
 
@@ -158,11 +163,15 @@ class ToolCallingRuntime:
             loop.call_soon_threadsafe(interrupt)
 
         remove = state.cancel.add_callback(on_cancel)
+        last_turn = _perf()
         try:
             while not state.cancel.cancelled:
                 request = state.begin_iteration()
                 try:
                     interruptible = True
+                    if _perf() - last_turn >= YIELD_EVERY_S:
+                        await asyncio.sleep(0)
+                        last_turn = _perf()
                     response = await self._acall_model(request)
                     interruptible = False
                     calls = state.take_response(response)
@@ -294,19 +303,22 @@ class _LoopState:
     def begin_iteration(self) -> LLMRequest:
         self.iteration += 1
         iteration = self.iteration
-        self._iteration_started = _perf()
         self.tool_call_count = 0
-        sink = self.sink
         if self._emit:
-            sink.on_iteration_started(iteration)
+            self._iteration_started = _perf()
+            self.sink.on_iteration_started(iteration)
         return LLMRequest(
             self.messages,
             self._runtime.registry.schemas(),
             iteration,
             self.context,
             self.cancel,
-            lambda text: sink.on_message_delta(iteration, text),
+            self._on_delta,
         )
+
+    def _on_delta(self, text: str) -> None:
+        if self._emit:
+            self.sink.on_message_delta(self.iteration, text)
 
     def take_response(self, response: object) -> list[ToolCall]:
         if not isinstance(response, LLMResponse):

@@ -10,8 +10,12 @@
 * :class:`AutomationProfile`, :func:`get_profile` and :class:`ProfilePolicy` decide which
   calls run, which are asked about and which are refused.
 
-Paths in tool outputs are relative to the sandbox root. This package stands on
-:mod:`cleveragents.tool` and knows nothing of the daemon, the wire or the models.
+Paths given to the tools are relative to the sandbox root or absolute inside it; paths in
+their outputs are absolute, inside the real (symlink-resolved) root (design §10.1). The
+glob, ``.gitignore`` and directory-walk code is in :mod:`~cleveragents.workspace._walk`.
+
+This package stands on :mod:`cleveragents.tool` and knows nothing of the daemon, the wire
+or the models.
 ``docs/security.md`` has the threat model and the residual risks.
 """
 

@@ -1,7 +1,8 @@
 """The one place where a path the model gave becomes a path on disk.
 
 Every file tool goes through :func:`resolve_path` (and :func:`check_pattern` for glob
-patterns), then opens what it resolved with :func:`open_beneath`. The rules:
+patterns), then opens what it resolved with :func:`open_beneath` (files through
+:func:`open_regular`). The rules:
 
 * A relative path is relative to the sandbox root; an absolute path must lie inside it
   (the root as given, or its real path).
@@ -54,6 +55,7 @@ _SHOW_MAX = 120
 _O_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 _O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _O_DIRECTORY = getattr(os, "O_DIRECTORY", 0)
+_O_NONBLOCK = getattr(os, "O_NONBLOCK", 0)
 
 
 class WorkspaceToolError(ToolError):
@@ -226,6 +228,44 @@ def open_beneath(
             raise
     finally:
         os.close(dir_fd)
+
+
+def open_regular(
+    root_real: str, real: Path, flags: int, shown: str, *, create_parents: bool = False
+) -> tuple[int, os.stat_result]:
+    """Open a resolved path with :func:`open_beneath`; check on the descriptor that it is a file.
+
+    Opens with ``O_NONBLOCK`` (a FIFO swapped in cannot hang the caller). A missing path,
+    a directory or another open failure is a :class:`WorkspaceToolError`; a device file,
+    FIFO, socket or other non-regular file a :class:`SandboxViolationError`.
+    ``FileExistsError`` (from ``O_EXCL``) passes through. Returns the descriptor, which
+    the caller must close, and its ``fstat``.
+    """
+    try:
+        fd = open_beneath(
+            root_real, real, flags | _O_NONBLOCK, shown=shown, create_parents=create_parents
+        )
+    except FileExistsError:
+        raise
+    except FileNotFoundError:
+        raise WorkspaceToolError(f"path {shown} does not exist") from None
+    except NotADirectoryError:
+        raise WorkspaceToolError(f"path {shown} does not exist (a parent is a file)") from None
+    except IsADirectoryError:
+        raise WorkspaceToolError(f"path {shown} is a directory") from None
+    except OSError as exc:
+        raise WorkspaceToolError(f"cannot open path {shown}: {exc.strerror}") from None
+    try:
+        info = os.fstat(fd)
+        check_file_type(info, shown)
+        if stat.S_ISDIR(info.st_mode):
+            raise WorkspaceToolError(f"path {shown} is a directory")
+        if not stat.S_ISREG(info.st_mode):
+            raise SandboxViolationError(f"path {shown} is not a regular file")
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd, info
 
 
 def _open_dir(part: str, dir_fd: int, shown: str, *, create: bool) -> int:

@@ -4,23 +4,25 @@ Each tool is a :class:`~cleveragents.tool.ToolSpec` with a strict JSON Schema
 (``additionalProperties: false``, snake_case arguments) and a synchronous handler; the
 runner runs it in a worker thread. Every path goes through
 :func:`~cleveragents.workspace._sandbox.resolve_path` and every file is opened with
-:func:`~cleveragents.workspace._sandbox.open_beneath`.
+:func:`~cleveragents.workspace._sandbox.open_regular` (which uses ``open_beneath``).
 
 Conventions shared by all five tools:
 
-* Paths in outputs (``path`` fields, listing entries, search hits) are **relative to the
-  sandbox root**, with ``/`` separators; the root itself is ``.``. The model passes them
-  back as given. (Wire-level paths such as ``sandboxRoot`` stay absolute, §10.1.)
+* Paths given to a tool are relative to the sandbox root, or absolute inside it (design
+  §10.12). Error messages name a path as the model gave it.
+* Paths in outputs (``path`` fields, listing entries, search hits) are **absolute
+  filesystem paths** inside the real (symlink-resolved) sandbox root, like every path on
+  the wire (design §10.1); the model can pass them back as they are. A file reached
+  through a symlink is reported at its target's path; ``file-list`` reports a symlink at
+  its own path and marks directories with a trailing ``/``.
 * Text is UTF-8. Reading or editing a file with NUL bytes or invalid UTF-8 fails clearly.
 * Outputs are capped by :class:`WorkspaceLimits`; a capped output has ``truncated: true``
   and a ``note`` saying what was left out and how to get more.
-* ``file-list`` and ``file-search`` walk the tree without following symlinks, skip
-  ``.git`` and honour ``.gitignore`` files (see :class:`GitIgnore` for the subset).
-
-Glob syntax (``file-list`` ``pattern``, ``file-search`` ``glob``, ``.gitignore``): ``*``
-matches within one path segment, ``?`` one character, ``[abc]``/``[!abc]`` a class,
-``**`` any number of segments (``**/*.py``, ``src/**``); a trailing ``/`` selects
-directories only.
+* ``file-list`` and ``file-search`` walk the tree with
+  :class:`~cleveragents.workspace._walk.Walk`: symlinks are not followed, ``.git`` is
+  skipped and ``.gitignore`` files are honoured; globs are matched against paths
+  relative to the ``path`` argument (the glob syntax is in
+  :mod:`~cleveragents.workspace._walk`).
 
 This module knows nothing of profiles, the shell or the runner.
 """
@@ -29,7 +31,6 @@ from __future__ import annotations
 
 import os
 import re
-import stat
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -42,18 +43,17 @@ from cleveragents.tool._types import JSONValue
 
 from ._sandbox import (
     WorkspaceToolError,
-    check_file_type,
     check_pattern,
     hard_link_message,
     is_within,
-    open_beneath,
+    open_regular,
     relative_to_root,
     resolve_path,
     sandbox_root,
     show,
 )
+from ._walk import Entry, Glob, Walk
 
-_O_NONBLOCK = getattr(os, "O_NONBLOCK", 0)
 _BINARY_SNIFF_BYTES = 8192
 _CHUNK = 65536
 
@@ -101,37 +101,6 @@ def _user_path(inputs: dict[str, JSONValue], key: str = "path") -> str:
     return value
 
 
-def _open_regular(
-    root_real: str, real: Path, flags: int, shown: str, *, create_parents: bool = False
-) -> tuple[int, os.stat_result]:
-    """Open a resolved path and check (on the descriptor) that it is a regular file."""
-    try:
-        fd = open_beneath(
-            root_real, real, flags | _O_NONBLOCK, shown=shown, create_parents=create_parents
-        )
-    except FileExistsError:
-        raise
-    except FileNotFoundError:
-        raise WorkspaceToolError(f"path {shown} does not exist") from None
-    except NotADirectoryError:
-        raise WorkspaceToolError(f"path {shown} does not exist (a parent is a file)") from None
-    except IsADirectoryError:
-        raise WorkspaceToolError(f"path {shown} is a directory") from None
-    except OSError as exc:
-        raise WorkspaceToolError(f"cannot open path {shown}: {exc.strerror}") from None
-    try:
-        info = os.fstat(fd)
-        check_file_type(info, shown)
-        if stat.S_ISDIR(info.st_mode):
-            raise WorkspaceToolError(f"path {shown} is a directory")
-        if not stat.S_ISREG(info.st_mode):
-            raise SandboxViolationError(f"path {shown} is not a regular file")
-    except BaseException:
-        os.close(fd)
-        raise
-    return fd, info
-
-
 def _decode(data: bytes, shown: str) -> str:
     if b"\x00" in data[:_BINARY_SNIFF_BYTES]:
         raise WorkspaceToolError(f"file {shown} looks binary (it contains NUL bytes)")
@@ -158,7 +127,7 @@ def file_read(inputs: dict[str, JSONValue], limits: WorkspaceLimits) -> dict[str
         raise WorkspaceToolError(f"end_line {end} is before start_line {start}")
     real = resolve_path(root, user_path)
     shown = show(user_path)
-    fd, _info = _open_regular(root, real, os.O_RDONLY, shown)
+    fd, _info = open_regular(root, real, os.O_RDONLY, shown)
     lines: list[str] = []
     size = 0
     truncated = False
@@ -190,7 +159,7 @@ def file_read(inputs: dict[str, JSONValue], limits: WorkspaceLimits) -> dict[str
     if line_no < start and not (start == 1 and line_no == 0):
         raise WorkspaceToolError(f"start_line {start} is past the end of {shown} ({line_no} lines)")
     output: dict[str, JSONValue] = {
-        "path": relative_to_root(root, real),
+        "path": str(real),
         "content": "".join(lines),
         "start_line": start,
         "end_line": last,
@@ -252,19 +221,19 @@ def file_write(inputs: dict[str, JSONValue], limits: WorkspaceLimits) -> dict[st
     shown = show(user_path)
     created = True
     try:
-        fd, info = _open_regular(
+        fd, info = open_regular(
             root, real, os.O_WRONLY | os.O_CREAT | os.O_EXCL, shown, create_parents=True
         )
     except FileExistsError:
         created = False
-        fd, info = _open_regular(root, real, os.O_WRONLY, shown)
+        fd, info = open_regular(root, real, os.O_WRONLY, shown)
     with os.fdopen(fd, "wb") as handle:
         # Checked on the descriptor: a link made after resolve_path is caught here.
         if info.st_nlink > 1:
             raise SandboxViolationError(hard_link_message(shown, info.st_nlink))
         handle.truncate(0)
         handle.write(data)
-    return {"path": relative_to_root(root, real), "bytes_written": len(data), "created": created}
+    return {"path": str(real), "bytes_written": len(data), "created": created}
 
 
 # --------------------------------------------------------------------------- file-edit
@@ -285,7 +254,7 @@ def file_edit(inputs: dict[str, JSONValue], limits: WorkspaceLimits) -> dict[str
         raise WorkspaceToolError("old_text and new_text are identical; nothing to change")
     real = resolve_path(root, user_path, for_write=True)
     shown = show(user_path)
-    fd, info = _open_regular(root, real, os.O_RDWR, shown)
+    fd, info = open_regular(root, real, os.O_RDWR, shown)
     with os.fdopen(fd, "r+b") as handle:
         if info.st_nlink > 1:
             raise SandboxViolationError(hard_link_message(shown, info.st_nlink))
@@ -306,190 +275,10 @@ def file_edit(inputs: dict[str, JSONValue], limits: WorkspaceLimits) -> dict[str
         handle.seek(0)
         handle.truncate(0)
         handle.write(updated.encode("utf-8"))
-    return {"path": relative_to_root(root, real), "replacements": count if replace_all else 1}
+    return {"path": str(real), "replacements": count if replace_all else 1}
 
 
-# --------------------------------------------------------------------------- globbing
-
-
-def glob_to_regex(pattern: str) -> str:
-    """Translate a glob (the syntax in the module docstring) to a regex for ``fullmatch``."""
-    out: list[str] = []
-    i, n = 0, len(pattern)
-    while i < n:
-        char = pattern[i]
-        if char == "*":
-            if pattern.startswith("**", i):
-                j = i + 2
-                at_segment_start = i == 0 or pattern[i - 1] == "/"
-                if at_segment_start and j < n and pattern[j] == "/":
-                    out.append("(?:.*/)?")
-                    i = j + 1
-                    continue
-                if at_segment_start and j == n:
-                    out.append(".*")
-                    i = j
-                    continue
-                i = j
-            else:
-                i += 1
-            out.append("[^/]*")
-            continue
-        if char == "?":
-            out.append("[^/]")
-        elif char == "[":
-            j = i + 1
-            if j < n and pattern[j] in "!^":
-                j += 1
-            if j < n and pattern[j] == "]":
-                j += 1
-            while j < n and pattern[j] != "]":
-                j += 1
-            if j >= n:
-                out.append(re.escape(char))
-            else:
-                body = pattern[i + 1 : j].replace("\\", "\\\\")
-                if body[:1] in ("!", "^"):
-                    body = "^" + body[1:]
-                out.append(f"[{body}]")
-                i = j
-        else:
-            out.append(re.escape(char))
-        i += 1
-    return "".join(out)
-
-
-@attrs.define(slots=True, frozen=True)
-class _Glob:
-    regex: re.Pattern[str]
-    dirs_only: bool
-    max_depth: int | None
-
-    @classmethod
-    def parse(cls, pattern: str) -> _Glob:
-        dirs_only = pattern.endswith("/")
-        segments = [s for s in pattern.split("/") if s not in ("", ".")]
-        body = "/".join(segments) or "*"
-        depth = None if "**" in body else len(body.split("/"))
-        return cls(re.compile(glob_to_regex(body), re.DOTALL), dirs_only, depth)
-
-    def matches(self, rel: str, is_dir: bool) -> bool:
-        return (is_dir or not self.dirs_only) and self.regex.fullmatch(rel) is not None
-
-
-@attrs.define(slots=True)
-class GitIgnore:
-    """The ``.gitignore`` subset the walkers honour.
-
-    Supported: blank lines and ``#`` comments; ``!`` negation (the last matching rule
-    wins); a trailing ``/`` for directories only; a leading or inner ``/`` anchoring the
-    pattern to the ``.gitignore``'s directory (otherwise it matches a name at any depth);
-    ``*``, ``?``, ``[...]`` and ``**``; ``\\#`` and ``\\!`` escapes. ``.gitignore`` files
-    in the root, in every directory between the root and the walk's base, and in every
-    directory walked are read. Not supported: ``.git/info/exclude``, global excludes,
-    escaped trailing spaces. An ignored directory is not entered, so nothing beneath it
-    can be re-included (as in git). ``.git`` itself is always skipped.
-    """
-
-    rules: list[tuple[re.Pattern[str], bool, bool]] = attrs.field(factory=list)
-
-    def load(self, root_real: str, dir_real: str) -> None:
-        shown = show(relative_to_root(root_real, os.path.join(dir_real, ".gitignore")))
-        try:
-            fd, info = _open_regular(root_real, Path(dir_real, ".gitignore"), os.O_RDONLY, shown)
-        except (WorkspaceToolError, SandboxViolationError):
-            return  # absent, or not a plain file inside the root: ignored
-        with os.fdopen(fd, "rb") as handle:
-            text = handle.read(min(info.st_size, 1024 * 1024)).decode("utf-8", "replace")
-        base = relative_to_root(root_real, dir_real)
-        prefix = "" if base == "." else re.escape(base + "/")
-        for line in text.splitlines():
-            self._add(line, prefix)
-
-    def _add(self, line: str, prefix: str) -> None:
-        line = line.rstrip()
-        if not line or line.startswith("#"):
-            return
-        negated = line.startswith("!")
-        if negated or line.startswith("\\"):
-            line = line[1:]
-        dirs_only = line.endswith("/")
-        line = line.rstrip("/")
-        if not line:
-            return
-        anchored = "/" in line
-        line = line.lstrip("/")
-        body = glob_to_regex(line)
-        regex = prefix + (body if anchored else "(?:.*/)?" + body)
-        self.rules.append((re.compile(regex, re.DOTALL), negated, dirs_only))
-
-    def ignored(self, rel: str, is_dir: bool) -> bool:
-        verdict = False
-        for regex, negated, dirs_only in self.rules:
-            if dirs_only and not is_dir:
-                continue
-            if regex.fullmatch(rel):
-                verdict = not negated
-        return verdict
-
-
-@attrs.define(slots=True)
-class _Entry:
-    rel_root: str  # relative to the sandbox root
-    rel_base: str  # relative to the walk's base directory
-    real: str
-    is_dir: bool
-
-
-@attrs.define(slots=True)
-class _Walk:
-    """A sorted, depth-first walk beneath ``base`` that never follows symlinks."""
-
-    root_real: str
-    base_real: str
-    max_entries: int
-    max_depth: int | None = None
-    ignore: GitIgnore = attrs.field(factory=GitIgnore)
-    visited: int = 0
-    exhausted: bool = False
-
-    def __iter__(self) -> Iterator[_Entry]:
-        # .gitignore files above the base apply beneath it too.
-        chain = [self.base_real]
-        while chain[-1] != self.root_real and chain[-1] != os.path.dirname(chain[-1]):
-            chain.append(os.path.dirname(chain[-1]))
-        for directory in reversed(chain):
-            self.ignore.load(self.root_real, directory)
-        yield from self._walk(self.base_real, "", 1)
-
-    def _walk(self, directory: str, rel_dir: str, depth: int) -> Iterator[_Entry]:
-        try:
-            with os.scandir(directory) as scan:
-                entries = sorted(scan, key=lambda e: e.name)
-        except OSError:
-            return  # unreadable directory: skipped
-        for entry in entries:
-            self.visited += 1
-            if self.visited > self.max_entries:
-                self.exhausted = True
-                return
-            if entry.name == ".git":
-                continue
-            try:
-                is_dir = entry.is_dir(follow_symlinks=False)
-            except OSError:
-                continue
-            rel_base = f"{rel_dir}{entry.name}"
-            rel_root = relative_to_root(self.root_real, entry.path)
-            if self.ignore.ignored(rel_root, is_dir):
-                continue
-            yield _Entry(rel_root, rel_base, entry.path, is_dir)
-            deeper = self.max_depth is None or depth < self.max_depth
-            if is_dir and deeper and not self.exhausted:
-                self.ignore.load(self.root_real, entry.path)
-                yield from self._walk(entry.path, rel_base + "/", depth + 1)
-            if self.exhausted:
-                return
+# --------------------------------------------------------------------------- list, search
 
 
 def _base_dir(root: str, inputs: dict[str, JSONValue], pattern_was_absolute: bool) -> Path:
@@ -546,8 +335,8 @@ def file_list(inputs: dict[str, JSONValue], limits: WorkspaceLimits) -> dict[str
     if not base.is_dir():
         raise WorkspaceToolError(f"path {shown_base} is not a directory")
     _check_literal_prefix(root, base, pattern, raw_pattern, "pattern")
-    glob = _Glob.parse(pattern)
-    walk = _Walk(root, str(base), limits.max_walk_entries, glob.max_depth)
+    glob = Glob.parse(pattern)
+    walk = Walk(root, str(base), limits.max_walk_entries, glob.max_depth)
     entries: list[JSONValue] = []
     truncated = False
     for entry in walk:
@@ -555,7 +344,7 @@ def file_list(inputs: dict[str, JSONValue], limits: WorkspaceLimits) -> dict[str
             if len(entries) >= limits.max_list_results:
                 truncated = True
                 break
-            entries.append(entry.rel_root + "/" if entry.is_dir else entry.rel_root)
+            entries.append(entry.real + "/" if entry.is_dir else entry.real)
     output: dict[str, JSONValue] = {"entries": entries, "truncated": truncated or walk.exhausted}
     if truncated:
         output["note"] = (
@@ -584,7 +373,7 @@ def file_search(inputs: dict[str, JSONValue], limits: WorkspaceLimits) -> dict[s
     except re.error as exc:
         raise WorkspaceToolError(f"pattern {show(raw_regex)} is not a valid regex: {exc}") from None
     raw_glob = inputs.get("glob")
-    glob: _Glob | None = None
+    glob: Glob | None = None
     glob_absolute = False
     if raw_glob is not None:
         if not isinstance(raw_glob, str):
@@ -592,20 +381,20 @@ def file_search(inputs: dict[str, JSONValue], limits: WorkspaceLimits) -> dict[s
         glob_absolute = os.path.isabs(raw_glob)
         checked = check_pattern(root, raw_glob, what="glob")
         # A glob without '/' matches a file name at any depth (like ripgrep's --glob).
-        glob = _Glob.parse(checked if "/" in checked else "**/" + checked)
+        glob = Glob.parse(checked if "/" in checked else "**/" + checked)
     base = _base_dir(root, inputs, glob_absolute)
     if raw_glob is not None and glob is not None and "/" in checked:
         _check_literal_prefix(root, base, checked, raw_glob, "glob")
     shown_base = show(str(inputs.get("path", ".")))
     if not base.exists():
         raise WorkspaceToolError(f"path {shown_base} does not exist")
-    files: Iterator[_Entry]
-    walk: _Walk | None = None
+    files: Iterator[Entry]
+    walk: Walk | None = None
     if base.is_dir():
-        walk = _Walk(root, str(base), limits.max_walk_entries)
+        walk = Walk(root, str(base), limits.max_walk_entries)
         files = iter(walk)
     else:
-        files = iter([_Entry(relative_to_root(root, base), base.name, str(base), False)])
+        files = iter([Entry(relative_to_root(root, base), base.name, str(base), False)])
     matches: list[JSONValue] = []
     truncated = False
     for entry in files:
@@ -615,7 +404,7 @@ def file_search(inputs: dict[str, JSONValue], limits: WorkspaceLimits) -> dict[s
             if len(matches) >= limits.max_search_results:
                 truncated = True
                 break
-            matches.append({"path": entry.rel_root, "line": line_no, "text": text})
+            matches.append({"path": entry.real, "line": line_no, "text": text})
         if truncated:
             break
     exhausted = walk is not None and walk.exhausted
@@ -634,11 +423,11 @@ def file_search(inputs: dict[str, JSONValue], limits: WorkspaceLimits) -> dict[s
 
 
 def _grep(
-    root: str, entry: _Entry, regex: re.Pattern[str], limits: WorkspaceLimits
+    root: str, entry: Entry, regex: re.Pattern[str], limits: WorkspaceLimits
 ) -> Iterator[tuple[int, str]]:
     shown = show(entry.rel_root)
     try:
-        fd, info = _open_regular(root, Path(entry.real), os.O_RDONLY, shown)
+        fd, info = open_regular(root, Path(entry.real), os.O_RDONLY, shown)
     except (WorkspaceToolError, SandboxViolationError):
         return  # a symlink, a FIFO, a vanished file: not searched
     with os.fdopen(fd, "rb") as handle:
@@ -658,6 +447,7 @@ def _grep(
 # --------------------------------------------------------------------------- specs
 
 _PATH_DOC = "relative to the sandbox root, or absolute inside it"
+_OUTPUT_PATH = {"type": "string", "description": "Absolute path inside the sandbox root."}
 
 
 def _schema(properties: dict[str, Any], required: list[str]) -> dict[str, JSONValue]:
@@ -679,8 +469,8 @@ def file_tools(limits: WorkspaceLimits | None = None) -> list[ToolSpec]:
             description=(
                 "Read a UTF-8 text file, optionally only lines start_line..end_line "
                 f"(1-based, inclusive). At most {lim.max_read_bytes} bytes are returned; "
-                "a longer result is truncated and says where to continue. Paths in the "
-                "output are relative to the sandbox root."
+                "a longer result is truncated and says where to continue. The output's "
+                "path is absolute."
             ),
             input_schema=_schema(
                 {
@@ -692,7 +482,7 @@ def file_tools(limits: WorkspaceLimits | None = None) -> list[ToolSpec]:
             ),
             output_schema=_schema(
                 {
-                    "path": {"type": "string"},
+                    "path": _OUTPUT_PATH,
                     "content": {"type": "string"},
                     "start_line": {"type": "integer"},
                     "end_line": {"type": "integer"},
@@ -710,14 +500,14 @@ def file_tools(limits: WorkspaceLimits | None = None) -> list[ToolSpec]:
             name="builtin/file-write",
             description=(
                 "Create or overwrite a UTF-8 text file with content, creating missing "
-                "parent directories inside the sandbox root."
+                "parent directories inside the sandbox root. The output's path is absolute."
             ),
             input_schema=_schema(
                 {"path": path_prop, "content": {"type": "string"}}, ["path", "content"]
             ),
             output_schema=_schema(
                 {
-                    "path": {"type": "string"},
+                    "path": _OUTPUT_PATH,
                     "bytes_written": {"type": "integer"},
                     "created": {"type": "boolean"},
                 },
@@ -732,7 +522,7 @@ def file_tools(limits: WorkspaceLimits | None = None) -> list[ToolSpec]:
             description=(
                 "Replace the exact text old_text with new_text in a file. old_text must "
                 "occur exactly once unless replace_all is true. Whitespace and line "
-                "endings must match exactly."
+                "endings must match exactly. The output's path is absolute."
             ),
             input_schema=_schema(
                 {
@@ -744,7 +534,7 @@ def file_tools(limits: WorkspaceLimits | None = None) -> list[ToolSpec]:
                 ["path", "old_text", "new_text"],
             ),
             output_schema=_schema(
-                {"path": {"type": "string"}, "replacements": {"type": "integer"}},
+                {"path": _OUTPUT_PATH, "replacements": {"type": "integer"}},
                 ["path", "replacements"],
             ),
             handler=lambda inputs: file_edit(inputs, lim),
@@ -758,9 +548,8 @@ def file_tools(limits: WorkspaceLimits | None = None) -> list[ToolSpec]:
                 "whose path relative to it matches the glob pattern (default '*': the "
                 "direct children). '**' matches any depth ('**/*.py'); a trailing '/' "
                 "lists directories only. Symlinks are not followed, .git and "
-                ".gitignored entries are skipped. Entries are relative to the sandbox "
-                f"root, directories end with '/'; at most {lim.max_list_results} are "
-                "returned."
+                ".gitignored entries are skipped. Entries are absolute paths, "
+                f"directories end with '/'; at most {lim.max_list_results} are returned."
             ),
             input_schema=_schema(
                 {
@@ -771,7 +560,12 @@ def file_tools(limits: WorkspaceLimits | None = None) -> list[ToolSpec]:
             ),
             output_schema=_schema(
                 {
-                    "entries": {"type": "array", "items": {"type": "string"}},
+                    "entries": {
+                        "type": "array",
+                        "items": {"type": "string"},
+                        "description": "Absolute paths inside the sandbox root; "
+                        "directories end with '/'.",
+                    },
                     "truncated": {"type": "boolean"},
                     "note": {"type": "string"},
                 },
@@ -789,7 +583,7 @@ def file_tools(limits: WorkspaceLimits | None = None) -> list[ToolSpec]:
                 "the files ('*.py' matches a file name at any depth; a glob with '/' "
                 "matches the path relative to path). Binary, symlinked and .gitignored "
                 "files are skipped. Returns one {path, line, text} per matching line, "
-                f"path relative to the sandbox root, at most {lim.max_search_results}."
+                f"path absolute, at most {lim.max_search_results}."
             ),
             input_schema=_schema(
                 {
@@ -805,7 +599,7 @@ def file_tools(limits: WorkspaceLimits | None = None) -> list[ToolSpec]:
                         "type": "array",
                         "items": _schema(
                             {
-                                "path": {"type": "string"},
+                                "path": _OUTPUT_PATH,
                                 "line": {"type": "integer"},
                                 "text": {"type": "string"},
                             },
