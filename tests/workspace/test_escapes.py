@@ -11,7 +11,8 @@ the traps below) and must end as its ``expect`` says:
   differs between modes.
 
 In every case the tree outside the root is byte-for-byte unchanged and no error message
-carries canary text. Attempts whose trap is planted by ``builtin/shell`` run twice: under
+carries canary text; on ``contained`` and ``no_leak`` every path in the output is
+absolute and inside the real root (design §10.1). Attempts whose trap is planted by ``builtin/shell`` run twice: under
 bwrap and unconfined.
 """
 
@@ -83,8 +84,9 @@ def unix_socket(sb: Sandbox) -> None:
 
 
 def literal_file(rel: str) -> Callable[[Sandbox, Any], None]:
-    def check(sb: Sandbox, _output: Any) -> None:
+    def check(sb: Sandbox, output: Any) -> None:
         assert (sb.root / rel).is_file()
+        assert output["path"] == sb.at(rel)
 
     return check
 
@@ -262,6 +264,14 @@ SHELL_ATTEMPTS = [
 ]
 
 
+def output_paths(output: Any) -> list[str]:
+    """Every path a file tool's output reports (``path``, ``entries``, hits' ``path``)."""
+    paths = [output["path"]] if "path" in output else []
+    paths += output.get("entries", [])
+    paths += [hit["path"] for hit in output.get("matches", [])]
+    return paths
+
+
 def fill(value: Any, sb: Sandbox) -> Any:
     if isinstance(value, str) and "{" in value:
         return value.format(canary=sb.canary, evil=sb.evil, root=sb.root)
@@ -299,6 +309,8 @@ def attempt_escape(attempt: Attempt, call: Caller, sb: Sandbox) -> None:
             assert error is None, f"expected success, got {error!r}"
             text = json.dumps(output)
             assert not any(marker in text for marker in LEAK_MARKERS), text
+            inside = sb.at("")
+            assert all(path.startswith(inside) for path in output_paths(output)), output
             if attempt.check is not None:
                 attempt.check(sb, output)
         case "safe":

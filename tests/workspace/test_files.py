@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 
@@ -10,7 +11,8 @@ from workspace_kit import Caller, Sandbox, make_caller
 
 from cleveragents.tool import SandboxViolationError, ToolInputError
 from cleveragents.workspace import WorkspaceLimits, WorkspaceToolError, builtin_tools
-from cleveragents.workspace.files import GitIgnore, file_tools, glob_to_regex
+from cleveragents.workspace._walk import GitIgnore, glob_to_regex
+from cleveragents.workspace.files import file_tools
 
 # ----------------------------------------------------------------------------- schemas
 
@@ -59,9 +61,9 @@ def test_limits_must_be_positive() -> None:
 # ----------------------------------------------------------------------------- file-read
 
 
-def test_read_returns_the_whole_file_and_its_line_count(call: Caller) -> None:
+def test_read_returns_the_whole_file_and_its_line_count(call: Caller, sandbox: Sandbox) -> None:
     assert call("builtin/file-read", path="sub/file.txt") == {
-        "path": "sub/file.txt",
+        "path": sandbox.at("sub/file.txt"),
         "content": "sub file\n",
         "start_line": 1,
         "end_line": 1,
@@ -77,10 +79,25 @@ def test_read_returns_an_inclusive_one_based_line_range(call: Caller, sandbox: S
     assert (result["start_line"], result["end_line"], result["truncated"]) == (3, 5, False)
 
 
-def test_read_of_an_absolute_path_inside_reports_it_relative(
+def test_read_of_an_absolute_path_inside_reports_the_same_path(
     call: Caller, sandbox: Sandbox
 ) -> None:
-    assert call("builtin/file-read", path=str(sandbox.root / "inside.txt"))["path"] == "inside.txt"
+    path = sandbox.at("inside.txt")
+    assert call("builtin/file-read", path=path)["path"] == path
+
+
+def test_output_paths_are_absolute_in_the_real_root_when_the_root_is_a_symlink(
+    sandbox: Sandbox,
+) -> None:
+    alias = sandbox.base / "alias"
+    alias.symlink_to(sandbox.root)
+    call = make_caller(file_tools(), alias)
+    real = os.path.realpath(sandbox.root)
+    assert call("builtin/file-read", path="inside.txt")["path"] == f"{real}/inside.txt"
+    assert call("builtin/file-write", path="w.txt", content="w")["path"] == f"{real}/w.txt"
+    assert call("builtin/file-list", pattern="sub/*")["entries"] == [f"{real}/sub/file.txt"]
+    [hit] = call("builtin/file-search", pattern="sub file")["matches"]
+    assert hit["path"] == f"{real}/sub/file.txt"
 
 
 def test_read_of_an_empty_file_returns_no_text(call: Caller, sandbox: Sandbox) -> None:
@@ -161,19 +178,20 @@ def test_read_counts_lines_past_a_line_longer_than_the_cap(sandbox: Sandbox) -> 
 
 def test_write_creates_a_file_and_its_parent_directories(call: Caller, sandbox: Sandbox) -> None:
     result = call("builtin/file-write", path="new/deep/f.txt", content="héllo\n")
-    assert result == {"path": "new/deep/f.txt", "bytes_written": 7, "created": True}
+    assert result == {"path": sandbox.at("new/deep/f.txt"), "bytes_written": 7, "created": True}
     assert (sandbox.root / "new" / "deep" / "f.txt").read_text() == "héllo\n"
 
 
 def test_write_overwrites_an_existing_file(call: Caller, sandbox: Sandbox) -> None:
     result = call("builtin/file-write", path="inside.txt", content="new")
-    assert result["created"] is False
+    assert result == {"path": sandbox.at("inside.txt"), "bytes_written": 3, "created": False}
     assert (sandbox.root / "inside.txt").read_text() == "new"
 
 
 def test_write_through_a_symlink_inside_writes_its_target(call: Caller, sandbox: Sandbox) -> None:
     (sandbox.root / "alias").symlink_to("sub/file.txt")
-    assert call("builtin/file-write", path="alias", content="x")["path"] == "sub/file.txt"
+    result = call("builtin/file-write", path="alias", content="x")
+    assert result["path"] == sandbox.at("sub/file.txt")
     assert (sandbox.root / "sub" / "file.txt").read_text() == "x"
 
 
@@ -202,7 +220,7 @@ def test_write_under_a_file_fails(call: Caller) -> None:
 def test_edit_replaces_a_unique_occurrence(call: Caller, sandbox: Sandbox) -> None:
     (sandbox.root / "code.py").write_text("a = 1\nb = 2\n")
     result = call("builtin/file-edit", path="code.py", old_text="b = 2", new_text="b = 3")
-    assert result == {"path": "code.py", "replacements": 1}
+    assert result == {"path": sandbox.at("code.py"), "replacements": 1}
     assert (sandbox.root / "code.py").read_text() == "a = 1\nb = 3\n"
 
 
@@ -225,7 +243,7 @@ def test_edit_with_replace_all_replaces_every_occurrence(call: Caller, sandbox: 
     result = call(
         "builtin/file-edit", path="dup.txt", old_text="x", new_text="yy", replace_all=True
     )
-    assert result["replacements"] == 3
+    assert result == {"path": sandbox.at("dup.txt"), "replacements": 3}
     assert (sandbox.root / "dup.txt").read_text() == "yy yy yy"
 
 
@@ -313,45 +331,67 @@ def tree(sandbox: Sandbox) -> Path:
 
 
 def test_list_defaults_to_the_direct_children_with_directories_marked(
-    call: Caller, tree: Path
+    call: Caller, sandbox: Sandbox, tree: Path
 ) -> None:
     assert call("builtin/file-list")["entries"] == [
-        ".gitignore",
-        "inside.txt",
-        "keep.log",
-        "src/",
-        "sub/",
+        sandbox.at(".gitignore"),
+        sandbox.at("inside.txt"),
+        sandbox.at("keep.log"),
+        sandbox.at("src/"),
+        sandbox.at("sub/"),
     ]
 
 
-def test_list_with_a_recursive_pattern_skips_ignored_entries(call: Caller, tree: Path) -> None:
+def test_list_with_a_recursive_pattern_skips_ignored_entries(
+    call: Caller, sandbox: Sandbox, tree: Path
+) -> None:
     assert call("builtin/file-list", pattern="**/*.py") == {
-        "entries": ["src/a.py", "src/pkg/c.py"],
+        "entries": [sandbox.at("src/a.py"), sandbox.at("src/pkg/c.py")],
         "truncated": False,
     }
 
 
-def test_list_with_a_trailing_slash_lists_directories_only(call: Caller, tree: Path) -> None:
-    assert call("builtin/file-list", pattern="**/")["entries"] == ["src/", "src/pkg/", "sub/"]
-
-
-def test_list_beneath_a_path_reports_paths_relative_to_the_root(call: Caller, tree: Path) -> None:
-    assert call("builtin/file-list", path="src", pattern="*")["entries"] == [
-        "src/.gitignore",
-        "src/a.py",
-        "src/pkg/",
+def test_list_with_a_trailing_slash_lists_directories_only(
+    call: Caller, sandbox: Sandbox, tree: Path
+) -> None:
+    assert call("builtin/file-list", pattern="**/")["entries"] == [
+        sandbox.at("src/"),
+        sandbox.at("src/pkg/"),
+        sandbox.at("sub/"),
     ]
 
 
-def test_list_accepts_an_absolute_pattern_inside_the_root(call: Caller, tree: Path) -> None:
-    assert call("builtin/file-list", pattern=f"{tree}/src/*.py")["entries"] == ["src/a.py"]
+def test_list_beneath_a_path_matches_relative_to_it_and_reports_absolute_paths(
+    call: Caller, sandbox: Sandbox, tree: Path
+) -> None:
+    assert call("builtin/file-list", path="src", pattern="*")["entries"] == [
+        sandbox.at("src/.gitignore"),
+        sandbox.at("src/a.py"),
+        sandbox.at("src/pkg/"),
+    ]
+
+
+def test_list_accepts_an_absolute_pattern_inside_the_root(
+    call: Caller, sandbox: Sandbox, tree: Path
+) -> None:
+    assert call("builtin/file-list", pattern=f"{tree}/src/*.py")["entries"] == [
+        sandbox.at("src/a.py")
+    ]
+
+
+def test_list_accepts_an_absolute_path_inside_the_root(
+    call: Caller, sandbox: Sandbox, tree: Path
+) -> None:
+    assert call("builtin/file-list", path=sandbox.at("src/pkg"))["entries"] == [
+        sandbox.at("src/pkg/c.py")
+    ]
 
 
 def test_list_does_not_descend_into_a_symlinked_directory(call: Caller, sandbox: Sandbox) -> None:
     (sandbox.root / "linked").symlink_to("sub")
     entries = call("builtin/file-list", pattern="**")["entries"]
-    assert "linked" in entries
-    assert not any(e.startswith("linked/") for e in entries)
+    assert sandbox.at("linked") in entries
+    assert not any(e.startswith(sandbox.at("linked/")) for e in entries)
 
 
 def test_list_over_the_cap_is_truncated_with_a_note(sandbox: Sandbox, tree: Path) -> None:
@@ -387,32 +427,45 @@ def test_list_with_both_an_absolute_pattern_and_a_path_fails(call: Caller, tree:
 # ----------------------------------------------------------------------------- file-search
 
 
-def test_search_returns_path_line_and_text_per_matching_line(call: Caller, tree: Path) -> None:
+def test_search_returns_path_line_and_text_per_matching_line(
+    call: Caller, sandbox: Sandbox, tree: Path
+) -> None:
     (tree / "src" / "a.py").write_text("import os\n\ndef main():\n    return os.name\n")
     assert call("builtin/file-search", pattern=r"\bos\b", glob="*.py")["matches"] == [
-        {"path": "src/a.py", "line": 1, "text": "import os"},
-        {"path": "src/a.py", "line": 4, "text": "    return os.name"},
+        {"path": sandbox.at("src/a.py"), "line": 1, "text": "import os"},
+        {"path": sandbox.at("src/a.py"), "line": 4, "text": "    return os.name"},
     ]
 
 
-def test_search_skips_gitignored_binary_and_symlinked_files(call: Caller, tree: Path) -> None:
+def test_search_skips_gitignored_binary_and_symlinked_files(
+    call: Caller, sandbox: Sandbox, tree: Path
+) -> None:
     (tree / "blob.bin").write_bytes(b"needle\x00")
     (tree / "linked.txt").symlink_to("src/a.py")
     (tree / "src" / "a.py").write_text("needle\n")
     (tree / "app.log").write_text("needle\n")
     hits = call("builtin/file-search", pattern="needle")["matches"]
-    assert [hit["path"] for hit in hits] == ["src/a.py"]
+    assert [hit["path"] for hit in hits] == [sandbox.at("src/a.py")]
 
 
-def test_search_of_one_file(call: Caller) -> None:
+def test_search_of_one_file(call: Caller, sandbox: Sandbox) -> None:
     assert call("builtin/file-search", pattern="sub", path="sub/file.txt")["matches"] == [
-        {"path": "sub/file.txt", "line": 1, "text": "sub file"}
+        {"path": sandbox.at("sub/file.txt"), "line": 1, "text": "sub file"}
     ]
 
 
-def test_search_with_a_path_glob_matches_relative_to_the_path(call: Caller, tree: Path) -> None:
+def test_search_beneath_an_absolute_path_reports_absolute_paths(
+    call: Caller, sandbox: Sandbox
+) -> None:
+    hits = call("builtin/file-search", pattern="file", path=sandbox.at("sub"))["matches"]
+    assert hits == [{"path": sandbox.at("sub/file.txt"), "line": 1, "text": "sub file"}]
+
+
+def test_search_with_a_path_glob_matches_relative_to_the_path(
+    call: Caller, sandbox: Sandbox, tree: Path
+) -> None:
     hits = call("builtin/file-search", pattern="py", path="src", glob="pkg/*.py")["matches"]
-    assert [hit["path"] for hit in hits] == ["src/pkg/c.py"]
+    assert [hit["path"] for hit in hits] == [sandbox.at("src/pkg/c.py")]
 
 
 def test_search_with_an_invalid_regex_fails_naming_it(call: Caller) -> None:

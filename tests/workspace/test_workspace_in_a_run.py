@@ -86,6 +86,7 @@ def test_a_run_writes_reads_and_runs_a_command_in_its_sandbox(
     ]
     records = run(runtime(turns, shell_tool(shell_mode, sandbox)), sandbox, mode)
     assert [r.success for r in records] == [True, True, True], [r.error for r in records]
+    assert records[0].output["path"] == records[1].output["path"] == sandbox.at("notes/a.txt")
     assert records[1].output["content"] == "hello\n"
     assert records[2].output["stdout"] == f"hello\n{sandbox.root}\n"
     assert records[2].output["confined"] is (shell_mode == "bwrap")

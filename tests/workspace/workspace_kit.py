@@ -53,6 +53,10 @@ class Sandbox:
     canary: Path
     evil: Path
 
+    def at(self, rel: str) -> str:
+        """Where a file tool reports ``rel``: its absolute path in the real root (§10.1)."""
+        return os.path.join(os.path.realpath(self.root), rel)
+
     def snapshot(self) -> dict[str, tuple[Any, ...]]:
         """Every path outside the root: type, mode, links, size, mtime, content or target."""
         state: dict[str, tuple[Any, ...]] = {}
