@@ -503,3 +503,20 @@ def test_search_of_a_missing_path_names_it(call: Caller) -> None:
 def test_search_refuses_a_glob_reaching_outside(call: Caller) -> None:
     with pytest.raises(SandboxViolationError, match=r"glob '\.\./\*'"):
         call("builtin/file-search", pattern="x", glob="../*")
+
+
+def test_absolute_paths_under_a_symlinked_root_as_given_are_accepted(tmp_path: Path) -> None:
+    from cleveragents.workspace import builtin_tools
+
+    real = tmp_path / "real"
+    real.mkdir()
+    (real / "a.txt").write_text("alpha\n")
+    link = tmp_path / "link"
+    link.symlink_to(real)
+    tools = {spec.name: spec for spec in builtin_tools()}
+    inputs = {"path": str(link / "a.txt"), "sandbox_root": str(link), "resource_bindings": {}}
+    read = tools["builtin/file-read"].handler(inputs)
+    assert read["path"] == str(real.resolve() / "a.txt")  # type: ignore[index]
+    written = tools["builtin/file-write"].handler({**inputs, "content": "beta\n"})
+    assert written["path"] == str(real.resolve() / "a.txt")  # type: ignore[index]
+    assert (real / "a.txt").read_text() == "beta\n"

@@ -41,8 +41,14 @@ def _short(value: Any, width: int = 90) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
-def describe(method: str, params: dict[str, Any]) -> str:
-    """One line per notification, as an IDE panel would draw it."""
+def describe(method: str, params: dict[str, Any], root: str | None = None) -> str:
+    """One line per notification, as an IDE panel would draw it (paths under ``root``
+    shown relative to it, to keep lines short)."""
+    line = _describe(method, params)
+    return line.replace(root.rstrip("/") + "/", "") if root else line
+
+
+def _describe(method: str, params: dict[str, Any]) -> str:
     head = f"[{params.get('seq'):>2}] {method:<20}"
     if method == m.RUN_STARTED:
         return f"{head} sandbox={params['sandboxRoot']} tools={len(params['tools'])}"
@@ -96,7 +102,9 @@ async def _demo(workspace: Path, state_dir: Path) -> int:
         )
         result = await client.run(
             "Fix the greeting in the sample project.",
-            on_event=lambda method, params: print(describe(method, params), flush=True),
+            on_event=lambda method, params: print(
+                describe(method, params, str(workspace)), flush=True
+            ),
         )
         print()
         print(f"status:      {result['status']}")

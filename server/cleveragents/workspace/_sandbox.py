@@ -86,6 +86,13 @@ def sandbox_root(inputs: dict[str, JSONValue]) -> str:
     return real_root(root)
 
 
+def given_root(inputs: dict[str, JSONValue]) -> str:
+    """The sandbox root as the context gave it (perhaps through a symlink), so that
+    :func:`resolve_path` accepts absolute paths under either spelling of it."""
+    sandbox_root(inputs)  # the same checks
+    return os.path.normpath(str(inputs["sandbox_root"]))
+
+
 def real_root(root: str) -> str:
     """Check that ``root`` is an absolute existing directory and return its real path."""
     if not os.path.isabs(root) or "\x00" in root:

@@ -44,6 +44,7 @@ from cleveragents.tool._types import JSONValue
 from ._sandbox import (
     WorkspaceToolError,
     check_pattern,
+    given_root,
     hard_link_message,
     is_within,
     open_regular,
@@ -125,7 +126,7 @@ def file_read(inputs: dict[str, JSONValue], limits: WorkspaceLimits) -> dict[str
         raise WorkspaceToolError("start_line and end_line must be integers")
     if end is not None and end < start:
         raise WorkspaceToolError(f"end_line {end} is before start_line {start}")
-    real = resolve_path(root, user_path)
+    real = resolve_path(given_root(inputs), user_path)
     shown = show(user_path)
     fd, _info = open_regular(root, real, os.O_RDONLY, shown)
     lines: list[str] = []
@@ -217,7 +218,7 @@ def file_write(inputs: dict[str, JSONValue], limits: WorkspaceLimits) -> dict[st
             f"content for {show(user_path)} is {len(data)} bytes; "
             f"the limit is {limits.max_write_bytes}"
         )
-    real = resolve_path(root, user_path, for_write=True)
+    real = resolve_path(given_root(inputs), user_path, for_write=True)
     shown = show(user_path)
     created = True
     try:
@@ -252,7 +253,7 @@ def file_edit(inputs: dict[str, JSONValue], limits: WorkspaceLimits) -> dict[str
         raise WorkspaceToolError("old_text is empty; use builtin/file-write to write a file")
     if old == new:
         raise WorkspaceToolError("old_text and new_text are identical; nothing to change")
-    real = resolve_path(root, user_path, for_write=True)
+    real = resolve_path(given_root(inputs), user_path, for_write=True)
     shown = show(user_path)
     fd, info = open_regular(root, real, os.O_RDWR, shown)
     with os.fdopen(fd, "r+b") as handle:
