@@ -44,8 +44,10 @@ def _short(value: Any, width: int = 90) -> str:
 def describe(method: str, params: dict[str, Any], root: str | None = None) -> str:
     """One line per notification, as an IDE panel would draw it (paths under ``root``
     shown relative to it, to keep lines short)."""
-    line = _describe(method, params)
-    return line.replace(root.rstrip("/") + "/", "") if root else line
+    if root:
+        prefix = json.dumps(root.rstrip("/") + "/")[1:-1]  # as it appears inside JSON text
+        params = json.loads(json.dumps(params).replace(prefix, ""))
+    return _describe(method, params)
 
 
 def _describe(method: str, params: dict[str, Any]) -> str:
