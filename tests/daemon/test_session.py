@@ -349,3 +349,13 @@ async def test_added_workspace_folders_become_sandbox_roots(
     )
     assert result["status"] == "completed"
     assert session.for_run("w2")[0][1]["sandboxRoot"] == str(other.resolve())
+
+
+async def test_builtin_and_unknown_tools_cannot_be_unregistered(session: Session) -> None:
+    with pytest.raises(JsonRpcException) as builtin:
+        await session.request(m.TOOLS_UNREGISTER, {"names": ["builtin/shell"]})
+    assert builtin.value.code == -32011
+    with pytest.raises(JsonRpcException) as unknown:
+        await session.request(m.TOOLS_UNREGISTER, {"names": ["client/none"]})
+    assert unknown.value.code == -32012
+    assert "client/none" in unknown.value.message

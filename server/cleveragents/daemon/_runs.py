@@ -229,7 +229,7 @@ class RunManager:
         layer = self._layer(params.run_id)
         for name in params.names:
             if name.startswith(RESERVED_PREFIXES):
-                raise SandboxViolationError(f"tool {name!r} is built in and cannot be removed")
+                raise ToolError(f"tool {name!r} is built in and cannot be removed")
             if not layer.owns(name):
                 raise ToolNotFoundError(f"tool {name!r} is not registered")
         for name in params.names:
