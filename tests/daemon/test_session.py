@@ -284,8 +284,10 @@ async def test_run_list_and_get_cover_active_and_finished_runs(session: Session)
     assert runs["live-1"]["status"] == "running"
     assert runs["done-1"] == {**runs["done-1"], "active": False, "status": "completed",
                               "prompt": "first", "iterations": 1}  # fmt: skip
+    waiting = asyncio.ensure_future(session.request(m.RUN_GET, {"runId": "live-1"}))
     gate.set()
-    await pending
+    finished = await pending
+    assert await waiting == finished  # run/get on an active run answers when it ends
     with pytest.raises(JsonRpcException) as info:
         await session.request(m.RUN_GET, {"runId": "nope"})
     assert info.value.code == -32022
@@ -323,6 +325,24 @@ async def test_work_done_progress_begins_reports_and_ends(session: Session) -> N
     await session.request(m.RUN_START, {"prompt": "go", "model": model, "workDoneToken": "tok-1"})
     kinds = [r.kind for r in session.client.progress_reports["tok-1"]]
     assert kinds == ["begin", "report", "report", "end"]
+
+
+async def test_the_progress_cancel_button_cancels_the_run(session: Session) -> None:
+    async def hang(params: dict[str, Any]) -> Any:
+        await asyncio.sleep(30)
+
+    await session.request(m.TOOLS_REGISTER, {"tools": [{**ECHO_TOOL, "name": "client/hang"}]})
+    session.tool_handlers["client/hang"] = hang
+    session.client.progress_reports["tok-2"] = []
+    pending = session.start(
+        model=script({"toolCalls": [call("client/hang")]}), workDoneToken="tok-2"
+    )
+    await session.wait_for(lambda method, p: method == m.RUN_TOOL_CALL_STARTED)
+    session.client.window_work_done_progress_cancel(lsp.WorkDoneProgressCancelParams(token="tok-2"))
+    async with asyncio.timeout(5):
+        result = await pending
+    assert result["status"] == "cancelled"
+    assert session.client.progress_reports["tok-2"][-1].kind == "end"
 
 
 async def test_added_workspace_folders_become_sandbox_roots(

@@ -477,3 +477,58 @@ def test_a_model_returning_the_wrong_type_fails_loudly() -> None:
     rt = ToolCallingRuntime(registry, ToolRunner(registry), lambda request: "text")  # type: ignore[arg-type,return-value]
     with pytest.raises(TypeError, match="LLMResponse"):
         rt.run_tool_loop("go")
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_schema_defaults_are_not_written_into_the_models_arguments(mode: str) -> None:
+    schema = {"type": "object", "properties": {"n": {"type": "integer", "default": 5}}}
+    seen: list[dict[str, Any]] = []
+    rt = runtime([calls(("t", {})), {"content": "x"}],
+                 spec("t", lambda i: seen.append(dict(i)), schema))  # fmt: skip
+    (record,) = run(rt, mode).tool_call_history
+    assert record.inputs == {}
+    assert "n" not in seen[0]
+
+
+async def test_each_record_reaches_the_sink_as_soon_as_its_call_ends() -> None:
+    fast_reported = asyncio.Event()
+
+    class Sink(RecordingSink):
+        def on_tool_call(self, record: Any) -> None:
+            super().on_tool_call(record)
+            if record.tool_name == "fast":
+                fast_reported.set()
+
+    async def slow(inputs: dict[str, Any]) -> Any:
+        # Ends only after the sink has seen the other call's record: impossible if
+        # records were reported once the whole iteration was done.
+        async with asyncio.timeout(5):
+            await fast_reported.wait()
+        return "slow"
+
+    rt = runtime([calls(("slow", {}), ("fast", {})), {"content": "x"}],
+                 spec("slow", slow), spec("fast", aecho))  # fmt: skip
+    sink = Sink()
+    result = await rt.arun_tool_loop("go", sink=sink)
+    assert [r.tool_name for r in result.tool_call_history] == ["slow", "fast"]  # model order
+    reported = [p.tool_name for k, p in sink.events if k == "tool_call"]
+    assert reported == ["fast", "slow"]  # completion order
+
+
+def test_each_record_reaches_the_sink_as_soon_as_its_call_ends_sync() -> None:
+    fast_reported = threading.Event()
+
+    class Sink(RecordingSink):
+        def on_tool_call(self, record: Any) -> None:
+            super().on_tool_call(record)
+            if record.tool_name == "fast":
+                fast_reported.set()
+
+    def slow(inputs: dict[str, Any]) -> Any:
+        assert fast_reported.wait(5), "the fast record was not reported before the batch ended"
+        return "slow"
+
+    rt = runtime([calls(("slow", {}), ("fast", {})), {"content": "x"}],
+                 spec("slow", slow), spec("fast", lambda i: "fast"))  # fmt: skip
+    result = rt.run_tool_loop("go", sink=Sink())
+    assert [r.output for r in result.tool_call_history] == ["slow", "fast"]

@@ -21,6 +21,8 @@ from ._connection import Connection, HandlerError, RpcError
 ToolFunction = Callable[[dict[str, Any]], Any | Awaitable[Any]]
 EventCallback = Callable[[str, dict[str, Any]], None]
 PermissionCallback = Callable[[dict[str, Any]], str | Awaitable[str]]
+LlmCallback = Callable[[dict[str, Any]], dict[str, Any] | Awaitable[dict[str, Any]]]
+"""Answers ``llm/generate`` params with ``{content, toolCalls, usage?}``."""
 
 RUN_EVENTS = frozenset(
     {m.RUN_STARTED, m.RUN_MESSAGE_DELTA, m.RUN_TOOL_CALL_STARTED, m.RUN_TOOL_CALL,
@@ -39,9 +41,11 @@ class Client:
         self._run_listeners: dict[str, list[EventCallback]] = {}
         self._any_listeners: list[EventCallback] = []
         self.permission_handler: PermissionCallback | None = None
+        self.llm_handler: LlmCallback | None = None
         connection.notification_handlers.append(self._on_notification)
         connection.handle(m.TOOLS_CALL, self._on_tools_call)
         connection.handle(m.PERMISSION_REQUEST, self._on_permission)
+        connection.handle(m.LLM_GENERATE, self._on_llm_generate)
 
     @classmethod
     async def spawn(
@@ -52,6 +56,7 @@ class Client:
         state_dir: str | Path | None = None,
         automation_profile: str | None = None,
         permissions: bool = False,
+        llm: bool = False,
         extra_folders: tuple[str | Path, ...] = (),
         command: list[str] | None = None,
         env: Mapping[str, str] | None = None,
@@ -84,7 +89,7 @@ class Client:
                     "rootUri": folders[0].as_uri(),
                     "workspaceFolders": [{"uri": f.as_uri(), "name": f.name} for f in folders],
                     "capabilities": {
-                        "experimental": {"cleveragents": {"permissions": permissions}}
+                        "experimental": {"cleveragents": {"permissions": permissions, "llm": llm}}
                     },
                     "initializationOptions": options,
                 },
@@ -155,6 +160,18 @@ class Client:
         if not isinstance(outcome, str):
             outcome = await outcome
         return {"outcome": outcome}
+
+    async def _on_llm_generate(self, params: dict[str, Any]) -> Any:
+        if self.llm_handler is None:
+            raise HandlerError(-32601, "this client lends no model (llm_handler is not set)")
+        reply = self.llm_handler(params)
+        if not isinstance(reply, dict):
+            reply = await reply
+        return reply
+
+    def send_llm_delta(self, run_id: str, iteration: int, text: str) -> None:
+        """Stream text of the lent model while answering ``llm/generate``."""
+        self.connection.notify(m.LLM_DELTA, {"runId": run_id, "iteration": iteration, "text": text})
 
     # -- runs --------------------------------------------------------------------------
 

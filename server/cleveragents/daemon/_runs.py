@@ -517,10 +517,12 @@ class RunManager:
         run.cancel.cancel("run/cancel")
 
     async def get(self, run_id: str) -> dict[str, Any]:
-        if run_id in self.active:
-            raise RunStateError(
-                f"run {run_id!r} is still running; its result comes with run/finished"
-            )
+        """A finished run's result from its transcript; for an active run, the result
+        when it ends (``RunResult`` has no "running" status to report mid-run)."""
+        run = self.active.get(run_id)
+        if run is not None and run.task is not None:
+            result: wire.RunResult = await asyncio.shield(run.task)
+            return dict(unstructure(result))
         return await asyncio.to_thread(self.store.result, run_id)
 
     async def list(self) -> list[dict[str, Any]]:

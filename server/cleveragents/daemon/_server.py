@@ -22,6 +22,7 @@ from typing import Any, TypeVar
 
 import attrs
 from lsprotocol import types as lsp
+from pygls.exceptions import JsonRpcMethodNotFound
 from pygls.lsp.server import LanguageServer
 from pygls.protocol import (
     JsonRPCNotification,
@@ -99,6 +100,9 @@ class CleverAgentsProtocol(LanguageServerProtocol):
         result = yield from super().lsp_initialize(params)
         ours = unstructure(self._server.daemon_capabilities())
         result.capabilities.experimental = {"cleveragents": ours}
+        # Not a text-document server: advertise no document sync, so that stock LSP
+        # clients do not start sending didOpen/didChange.
+        result.capabilities.text_document_sync = None
         return result
 
     def _send_handler_result(self, future: Any, *, msg_id: Any) -> None:
@@ -229,6 +233,8 @@ class CleverAgentsServer(LanguageServer):
         return [str(Path(root).resolve()) for root in roots if root]
 
     def report_server_error(self, error: Exception, source: Any) -> None:
+        if isinstance(error, JsonRpcMethodNotFound):
+            return  # answered with -32601 already; not a fault of the daemon
         logger.error("server error (%s): %s", getattr(source, "__name__", source), error)
 
 
@@ -337,6 +343,13 @@ def _register_methods(server: CleverAgentsServer) -> None:
     @_method(server, m.RUN_GET, wire.RunIdParams)
     async def run_get(params: wire.RunIdParams) -> Any:
         return await manager.get(params.run_id)
+
+    @server.feature(lsp.WINDOW_WORK_DONE_PROGRESS_CANCEL)
+    def progress_cancel(params: lsp.WorkDoneProgressCancelParams) -> None:
+        # The progress is advertised as cancellable: its cancel button cancels the run.
+        for run in list(manager.active.values()):
+            if run.work_done_token is not None and run.work_done_token == params.token:
+                run.cancel.cancel("window/workDoneProgress/cancel")
 
     @server.feature(m.LLM_DELTA)
     def llm_delta(raw: Any) -> None:

@@ -176,11 +176,15 @@ async def serve_stdio(server: CleverAgentsServer) -> int:
 async def serve_tcp(server: CleverAgentsServer, host: str, port: int) -> int:
     """Serve the first client that connects, then stop (one editor, one daemon)."""
     done: asyncio.Future[int] = asyncio.get_running_loop().create_future()
+    taken = False
 
     async def on_client(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        if done.done():
+        nonlocal taken
+        if taken:  # one client per daemon: a second one must not steal the first's output
+            logger.warning("refusing a second TCP client")
             writer.close()
             return
+        taken = True
         connection = Connection(server, writer.transport)
         code = await connection.serve(reader)
         writer.close()

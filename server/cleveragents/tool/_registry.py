@@ -1,7 +1,7 @@
 """``ToolRegistry``: the name -> ``ToolSpec`` table, optionally layered over a parent.
 
-A layered registry is how a run sees the shared tools plus its own (registered with a
-``runId`` in the daemon), filtered by an optional allow-list. Every mutation bumps
+A layered registry is how a run sees the shared tools, filtered by an optional
+allow-list, plus its own (registered with a ``runId`` in the daemon). Every mutation bumps
 ``version`` so the runtime rebuilds the model-facing schemas only when something changed.
 """
 
@@ -50,13 +50,14 @@ class ToolRegistry:
         return spec
 
     def get(self, name: str) -> ToolSpec | None:
-        """The visible spec called ``name``, or ``None``."""
+        """The visible spec called ``name``, or ``None``. The allow-list filters what the
+        parent offers; this layer's own tools are always visible."""
+        spec = self._specs.get(name)
+        if spec is not None or self._parent is None:
+            return spec
         if self._allow is not None and name not in self._allow:
             return None
-        spec = self._specs.get(name)
-        if spec is None and self._parent is not None:
-            return self._parent.get(name)
-        return spec
+        return self._parent.get(name)
 
     def lookup(self, name: str) -> ToolSpec:
         """The visible spec called ``name``; ``ToolNotFoundError`` naming it otherwise."""
@@ -85,10 +86,13 @@ class ToolRegistry:
         """Visible specs, sorted by name (a stable order for schemas and listings)."""
         merged: dict[str, ToolSpec] = {}
         if self._parent is not None:
-            merged.update((spec.name, spec) for spec in self._parent.specs())
+            allow = self._allow
+            merged.update(
+                (spec.name, spec)
+                for spec in self._parent.specs()
+                if allow is None or spec.name in allow
+            )
         merged.update(self._specs)
-        if self._allow is not None:
-            merged = {name: spec for name, spec in merged.items() if name in self._allow}
         return [merged[name] for name in sorted(merged)]
 
     def schemas(self) -> tuple[ToolSchema, ...]:

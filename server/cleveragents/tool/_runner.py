@@ -41,6 +41,9 @@ Stage = Literal["discover", "activate", "execute", "deactivate"]
 StageObserver: TypeAlias = Callable[[Stage, str, str], None]
 """Called as ``observer(stage, tool_name, call_id)``; ``call_id`` is ``""`` for deactivate."""
 
+OnRecord: TypeAlias = Callable[[ToolCallRecord], None]
+"""Called with each record as soon as its call ends."""
+
 CANCELLED_ERROR = "cancelled: the run was cancelled before the tool finished"
 
 _perf = time.perf_counter
@@ -300,22 +303,31 @@ class ToolRunSession:
             future.exception()  # mark retrieved: concurrent waiters re-raise it themselves
             raise error from exc
 
-    async def arun_calls(self, calls: Sequence[ToolCall], iteration: int) -> list[ToolCallRecord]:
+    async def arun_calls(
+        self, calls: Sequence[ToolCall], iteration: int, on_record: OnRecord | None = None
+    ) -> list[ToolCallRecord]:
         """Run one iteration's calls concurrently; records in the model's order.
 
-        If the awaiting task is cancelled, unfinished calls are cancelled too and
+        ``on_record`` sees each record as soon as its call ends (completion order). If
+        the awaiting task is cancelled, unfinished calls are cancelled too and
         ``ToolCallsInterrupted`` (a ``CancelledError``) carries every record: finished
         calls keep theirs, the others get a cancelled record.
         """
         started = _perf()
         if len(calls) == 1:
             try:
-                return [await self.arun_call(calls[0], iteration)]
+                record = await self.arun_call(calls[0], iteration)
             except asyncio.CancelledError:
                 raise ToolCallsInterrupted(
-                    self._cancelled_records(calls, iteration, started, None)
+                    self._cancelled_records(calls, iteration, started, None, on_record)
                 ) from None
-        tasks = [asyncio.ensure_future(self.arun_call(call, iteration)) for call in calls]
+            if on_record is not None:
+                on_record(record)
+            return [record]
+        if on_record is None:
+            tasks = [asyncio.ensure_future(self.arun_call(call, iteration)) for call in calls]
+        else:
+            tasks = [asyncio.ensure_future(self._reported(c, iteration, on_record)) for c in calls]
         try:
             return list(await asyncio.gather(*tasks))
         except asyncio.CancelledError:
@@ -323,8 +335,15 @@ class ToolRunSession:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
             raise ToolCallsInterrupted(
-                self._cancelled_records(calls, iteration, started, tasks)
+                self._cancelled_records(calls, iteration, started, tasks, on_record)
             ) from None
+
+    async def _reported(
+        self, call: ToolCall, iteration: int, on_record: OnRecord
+    ) -> ToolCallRecord:
+        record = await self.arun_call(call, iteration)
+        on_record(record)
+        return record
 
     def _cancelled_records(
         self,
@@ -332,7 +351,10 @@ class ToolRunSession:
         iteration: int,
         started: float,
         tasks: Sequence[asyncio.Future[ToolCallRecord]] | None,
+        on_record: OnRecord | None,
     ) -> list[ToolCallRecord]:
+        """Finished calls keep their (already reported) records; the rest get a
+        cancelled record, reported now."""
         records = []
         for index, call in enumerate(calls):
             task = tasks[index] if tasks is not None else None
@@ -341,7 +363,10 @@ class ToolRunSession:
             else:
                 spec = self._registry.get(call.name)
                 name = spec.name if spec is not None else None
-                records.append(self.failed(call, iteration, started, CANCELLED_ERROR, name))
+                record = self.failed(call, iteration, started, CANCELLED_ERROR, name)
+                if on_record is not None:
+                    on_record(record)
+                records.append(record)
         return records
 
     async def aclose(self) -> None:
@@ -400,42 +425,54 @@ class ToolRunSession:
                 ) from exc
             self._activated[spec.name] = spec
 
-    def run_calls(self, calls: Sequence[ToolCall], iteration: int) -> list[ToolCallRecord]:
+    def run_calls(
+        self, calls: Sequence[ToolCall], iteration: int, on_record: OnRecord | None = None
+    ) -> list[ToolCallRecord]:
         """Run one iteration's calls concurrently (worker threads); records in model order.
 
         ``blocking=False`` sync handlers run inline. The others run in the shared pool,
         each under its timeout; on cancel, unfinished calls get a cancelled record (a
         thread cannot be killed: it finishes in the background, its result dropped).
+        ``on_record`` sees each record as soon as its call ends.
         """
         if len(calls) == 1:  # the common case, without the bookkeeping below
             spec = self._registry.get(calls[0].name)
             if spec is not None and not spec.blocking and not spec.is_async:
                 if self._observe is not None:
                     self._observe("discover", spec.name, calls[0].id)
-                return [self._execute_sync(spec, calls[0], iteration, _perf())]
+                record = self._execute_sync(spec, calls[0], iteration, _perf())
+                if on_record is not None:
+                    on_record(record)
+                return [record]
         records: list[ToolCallRecord | None] = [None] * len(calls)
+
+        def done(index: int, record: ToolCallRecord) -> None:
+            records[index] = record
+            if on_record is not None:
+                on_record(record)
+
         pending: dict[concurrent.futures.Future[ToolCallRecord], tuple[int, float, float]] = {}
         for index, call in enumerate(calls):
             started = _perf()
             spec = self._discover(call)
             if spec is None:
-                records[index] = self._unknown(call, iteration, started)
+                done(index, self._unknown(call, iteration, started))
             elif not spec.blocking and not spec.is_async:
-                records[index] = self._execute_sync(spec, call, iteration, started)
+                done(index, self._execute_sync(spec, call, iteration, started))
             else:
                 timeout = self._timeout(spec)
                 deadline = started + timeout if timeout is not None else float("inf")
                 future = _worker_pool().submit(self._execute_sync, spec, call, iteration, started)
                 pending[future] = (index, started, deadline)
         if pending:
-            self._wait_sync(calls, iteration, records, pending)
+            self._wait_sync(calls, iteration, done, pending)
         return records  # type: ignore[return-value]  # every slot is filled
 
     def _wait_sync(
         self,
         calls: Sequence[ToolCall],
         iteration: int,
-        records: list[ToolCallRecord | None],
+        done: Callable[[int, ToolCallRecord], None],
         pending: dict[concurrent.futures.Future[ToolCallRecord], tuple[int, float, float]],
     ) -> None:
         wake: concurrent.futures.Future[Any] = concurrent.futures.Future()
@@ -450,21 +487,20 @@ class ToolRunSession:
                 now = _perf()
                 for future, (index, started, deadline) in list(pending.items()):
                     if future.done():
-                        records[index] = future.result()
+                        done(index, future.result())
                         del pending[future]
                     elif self._cancel.cancelled:
-                        records[index] = self._cancelled_records(
-                            [calls[index]], iteration, started, None
-                        )[0]
+                        done(index, self._cancelled_records(
+                            [calls[index]], iteration, started, None, None)[0])  # fmt: skip
                         del pending[future]
                     elif now >= deadline:
                         spec = self._registry.get(calls[index].name)
                         name = spec.name if spec else calls[index].name
                         timeout = deadline - started
-                        records[index] = self.failed(
+                        done(index, self.failed(
                             calls[index], iteration, started,
                             f"tool {name} timed out after {timeout:g} s", name,
-                        )  # fmt: skip
+                        ))  # fmt: skip
                         del pending[future]
                 if not pending:
                     break

@@ -126,7 +126,8 @@ class ToolCallingRuntime:
                 calls = state.take_response(response)
                 if calls:
                     state.tools_started(calls)
-                    state.take_records(calls, session.run_calls(calls, state.iteration))
+                    records = session.run_calls(calls, state.iteration, state.on_record)
+                    state.take_records(calls, records)
                 if state.end_iteration():
                     break
         finally:
@@ -178,7 +179,7 @@ class ToolCallingRuntime:
                     if calls:
                         state.tools_started(calls)
                         interruptible = True
-                        records = await session.arun_calls(calls, state.iteration)
+                        records = await session.arun_calls(calls, state.iteration, state.on_record)
                         interruptible = False
                         state.take_records(calls, records)
                 except ToolCallsInterrupted as exc:
@@ -257,6 +258,7 @@ class _LoopState:
         "limit",
         "limit_hit",
         "messages",
+        "on_record",
         "records",
         "session",
         "sink",
@@ -284,6 +286,7 @@ class _LoopState:
         self.cancel = cancel
         self.sink = sink
         self._emit = sink is not _NULL_SINK  # skip building events nobody reads
+        self.on_record = sink.on_tool_call if self._emit else None
         self.session = session
         self.limit = limit
         self.messages: list[Message] = list(history) if history else []
@@ -353,14 +356,10 @@ class _LoopState:
         """Append this iteration's records (model order) and their result messages."""
         self.tool_call_count = len(records)
         history = self.context.tool_call_history
-        sink = self.sink
-        emit = self._emit
         messages = self.messages
         for call, record in zip(calls, records, strict=True):
             self.records.append(record)
             history.append(record)
-            if emit:
-                sink.on_tool_call(record)
             if record.success:
                 messages.append(Message("tool", output_text(record.output), [], call.id, call.name))
             else:

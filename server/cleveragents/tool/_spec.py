@@ -51,7 +51,9 @@ def compile_schema(schema: Mapping[str, JSONValue]) -> Validator:
         validator = _validator_cache.get(key)
         if validator is None:
             try:
-                validator = fastjsonschema.compile(dict(schema))
+                # use_default=False: a validator must not write schema defaults into the
+                # arguments; records and tools/call carry exactly what the model sent.
+                validator = fastjsonschema.compile(dict(schema), use_default=False)
             except fastjsonschema.JsonSchemaDefinitionException as exc:
                 raise ValueError(f"invalid JSON Schema: {exc}") from exc
             _validator_cache[key] = validator
