@@ -154,3 +154,23 @@ async def test_the_daemon_serves_one_client_over_tcp(tmp_path: Path) -> None:
         if process.returncode is None:
             process.kill()
             await process.wait()
+
+
+async def test_shutdown_mid_run_answers_the_run_with_its_result_first(tmp_path: Path) -> None:
+    (tmp_path / "ws").mkdir()
+    daemon = await RawDaemon.start(tmp_path / "ws", tmp_path / "state")
+    try:
+        await daemon.call(2, "tools/register", {"tools": [TOOL]})
+        daemon.send({"jsonrpc": "2.0", "id": 3, "method": "run/start",
+                     "params": {"prompt": "go", "runId": "sd", "model": HANG}})  # fmt: skip
+        while (await daemon.next()).get("method") != "tools/call":
+            pass
+        daemon.send({"jsonrpc": "2.0", "id": 4, "method": "shutdown"})
+        run_reply = await daemon.reply_to(3)
+        assert run_reply["result"]["status"] == "cancelled"
+        shutdown_reply = await daemon.reply_to(4)
+        assert shutdown_reply["result"] is None
+        daemon.send({"jsonrpc": "2.0", "method": "exit"})
+        assert await daemon.wait_exit(2) == 0
+    finally:
+        await daemon.kill()

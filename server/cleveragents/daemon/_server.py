@@ -344,6 +344,12 @@ def _register_methods(server: CleverAgentsServer) -> None:
     async def run_get(params: wire.RunIdParams) -> Any:
         return await manager.get(params.run_id)
 
+    @server.feature(lsp.SHUTDOWN)
+    async def shutdown(params: Any) -> None:
+        # End the runs first, so each run/start is answered with its result before the
+        # shutdown reply (pygls would otherwise cancel the pending requests outright).
+        await manager.cancel_all(timeout=2.0)
+
     @server.feature(lsp.WINDOW_WORK_DONE_PROGRESS_CANCEL)
     def progress_cancel(params: lsp.WorkDoneProgressCancelParams) -> None:
         # The progress is advertised as cancellable: its cancel button cancels the run.
