@@ -24,6 +24,7 @@ class RawDaemon:
         *extra: str,
         capabilities: dict[str, Any] | None = None,
         env: dict[str, str] | None = None,
+        options: dict[str, Any] | None = None,
     ) -> RawDaemon:
         import os
 
@@ -35,7 +36,7 @@ class RawDaemon:
         daemon = cls(process)
         reply = await daemon.call(1, "initialize", {
             "processId": None, "rootUri": workspace.as_uri(), "capabilities": capabilities or {},
-            "initializationOptions": {"automationProfile": "trusted"}})  # fmt: skip
+            "initializationOptions": {"automationProfile": "trusted", **(options or {})}})  # fmt: skip
         assert "result" in reply, reply
         daemon.send({"jsonrpc": "2.0", "method": "initialized", "params": {}})
         return daemon

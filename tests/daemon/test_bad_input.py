@@ -144,6 +144,9 @@ async def test_requests_before_initialize_are_refused(tmp_path: Path) -> None:
         ({"initializationOptions": {"model": 5}}, "initializationOptions.model"),
         ({"capabilities": {"experimental": {"cleveragents": {"llm": "yes"}}}},
          "capabilities.experimental.cleveragents.llm"),
+        ({"initializationOptions": {"profiles": {"mine": {"read": "maybe", "write": "ask",
+                                                          "execute": "deny"}}}},
+         "initializationOptions.profiles['mine'].read"),
     ],
 )  # fmt: skip
 async def test_initialize_with_options_of_the_wrong_type_names_the_field(

@@ -101,3 +101,27 @@ async def test_without_the_permissions_capability_ask_becomes_deny(tmp_path: obj
         assert not (root / "ws" / "a.txt").exists()
     finally:
         await daemon.kill()
+
+
+async def test_a_custom_profile_from_initialization_options_governs_a_run(tmp_path: object) -> None:
+    from pathlib import Path
+
+    from rawpeer import RawDaemon
+
+    root = Path(str(tmp_path))
+    (root / "ws").mkdir()
+    daemon = await RawDaemon.start(root / "ws", root / "state", options={"profiles": {
+        "read-only": {"read": "allow", "write": "deny", "execute": "deny",
+                      "description": "look, do not touch"}}})  # fmt: skip
+    try:
+        reply = await daemon.call(2, "run/start", {
+            "prompt": "go", "model": writes("a.txt"), "automationProfile": "read-only"})  # fmt: skip
+        (record,) = reply["result"]["toolCallHistory"]
+        assert record["success"] is False
+        assert "read-only" in record["error"]
+        unknown = await daemon.call(3, "run/start", {
+            "prompt": "go", "model": writes("a.txt"), "automationProfile": "nope"})  # fmt: skip
+        assert unknown["error"]["code"] == -32024
+        assert "read-only" in unknown["error"]["message"]  # the valid names include it
+    finally:
+        await daemon.kill()

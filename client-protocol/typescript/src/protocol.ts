@@ -5,6 +5,8 @@
 /** The protocol version this file describes. */
 export const PROTOCOL_VERSION = 1;
 
+export type Decision = "allow" | "ask" | "deny";
+
 export type PermissionOutcome = "allow_once" | "allow_always" | "reject_once" | "reject_always";
 
 export type RunStatus = "completed" | "limit" | "cancelled" | "failed";
@@ -15,6 +17,16 @@ export type ToolSource = "builtin" | "client" | "mcp";
 export interface ClientCapabilitiesCleverAgents {
   permissions?: boolean;
   llm?: boolean;
+}
+
+/** An automation profile defined by the client: what each tool kind may do. */
+export interface CustomProfile {
+  read: Decision;
+  write: Decision;
+  execute: Decision;
+  requiresConfinedShell?: boolean;
+  neverAsk?: boolean;
+  description?: string;
 }
 
 /** The `initialize` result's `capabilities.experimental.cleveragents`. */
@@ -35,7 +47,7 @@ export interface InitializationOptions {
   model?: string | Record<string, unknown>;
   automationProfile?: string;
   stateDir?: string;
-  profiles?: Record<string, Record<string, unknown>>;
+  profiles?: Record<string, CustomProfile>;
 }
 
 /** Params of `run/iteration`. */

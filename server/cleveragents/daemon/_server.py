@@ -37,7 +37,8 @@ from pygls.uris import to_fs_path
 from .. import __version__
 from ..protocol import PROTOCOL_VERSION, ParamsError, structure, unstructure, wire
 from ..protocol import methods as m
-from ..tool import CleverAgentsError, NotInitializedError, ToolSpec
+from ..tool import CleverAgentsError, NotInitializedError, ProfileError, ToolSpec
+from ..workspace.profiles import get_profile
 from ._peer import PeerRequestError
 from ._permissions import make_policy_factory
 from ._runs import DaemonConfig, RunManager
@@ -214,7 +215,20 @@ class CleverAgentsServer(LanguageServer):
             self.config.state_dir = Path(options.state_dir)
             self.manager.store = TranscriptStore(self.config.state_dir)
         if options.profiles is not None:
-            self.config.custom_profiles = options.profiles
+            custom = {
+                name: {
+                    "read": p.read, "write": p.write, "execute": p.execute,
+                    "requires_confined_shell": bool(p.requires_confined_shell),
+                    "never_ask": bool(p.never_ask), "description": p.description or "",
+                }
+                for name, p in options.profiles.items()
+            }  # fmt: skip
+            try:
+                for name in custom:  # refuse a bad profile now, not at the first run
+                    get_profile(name, custom)
+            except ProfileError as exc:
+                raise WireError(exc.code, exc.message) from None
+            self.config.custom_profiles = custom
         self.config.client_permissions = client.permissions is True
         self.config.client_llm = client.llm is True
         self.initialized = True

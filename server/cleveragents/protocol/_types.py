@@ -109,6 +109,21 @@ class RunSummary:
 # -- initialize ---------------------------------------------------------------------------
 
 
+Decision = Literal["allow", "ask", "deny"]
+
+
+@attrs.define
+class CustomProfile:
+    """An automation profile defined by the client: what each tool kind may do."""
+
+    read: Decision
+    write: Decision
+    execute: Decision
+    requires_confined_shell: bool | None = opt()
+    never_ask: bool | None = opt()
+    description: str | None = opt()
+
+
 @attrs.define
 class InitializationOptions:
     """``initialize`` → ``initializationOptions``: defaults for every run."""
@@ -116,7 +131,7 @@ class InitializationOptions:
     model: str | dict[str, Any] | None = opt()
     automation_profile: str | None = opt()
     state_dir: str | None = opt()
-    profiles: dict[str, dict[str, Any]] | None = opt()
+    profiles: dict[str, CustomProfile] | None = opt()
 
 
 @attrs.define
