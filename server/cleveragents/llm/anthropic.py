@@ -12,15 +12,12 @@ The key is always passed explicitly, so the SDK never falls back to profiles on 
 
 from __future__ import annotations
 
-import asyncio
 import functools
 from typing import Any
 
-from ..tool._errors import ModelConfigError
-from ..tool._router import ToolCallRouter
 from ..tool._types import LLMRequest, LLMResponse
-from ._retry import RetryPolicy, Sleep, classify_sdk_error, run_cancellable, stream_with_retries
-from .spec import ModelSpec
+from ._base import SdkCaller
+from ._retry import classify_sdk_error, stream_with_retries
 
 DEFAULT_KEY_ENV = "ANTHROPIC_API_KEY"
 DEFAULT_MAX_TOKENS = 4096
@@ -29,50 +26,17 @@ NO_KEY = "no-key"
 """Sent to keyless compatible servers, which ignore it."""
 
 
-class AnthropicCaller:
+class AnthropicCaller(SdkCaller):
     """Calls one Claude model; one instance serves every iteration of a run.
 
     The keyword arguments tune the retry policy; tests shrink them to milliseconds.
     ``sleep`` waits between retries (``asyncio.sleep``; tests may record instead).
     """
 
-    def __init__(
-        self,
-        spec: ModelSpec,
-        *,
-        base_delay_s: float = 0.5,
-        max_delay_s: float = 8.0,
-        max_retry_after_s: float = 60.0,
-        sleep: Sleep = asyncio.sleep,
-    ) -> None:
-        if not spec.model:
-            raise ModelConfigError(
-                "the anthropic model spec needs a model, e.g. 'anthropic:claude-sonnet-4-5'"
-            )
-        try:
-            import anthropic
-        except ImportError:
-            raise ModelConfigError(
-                "the anthropic provider needs the 'anthropic' package: "
-                "pip install 'cleveragents[anthropic]'"
-            ) from None
-        self.spec = spec
-        self._sdk: Any = anthropic
-        self._key_env = spec.api_key_env or DEFAULT_KEY_ENV
-        if not spec.api_key() and not spec.base_url:
-            raise ModelConfigError(
-                f"no API key for {spec.describe()}: set {self._key_env}, "
-                "or give a baseUrl for a server that needs none"
-            )
-        self._router = ToolCallRouter("anthropic")
-        self._policy = RetryPolicy(spec.max_retries, base_delay_s, max_delay_s, max_retry_after_s)
-        self._sleep = sleep
-
-    def __repr__(self) -> str:
-        return f"AnthropicCaller({self.spec.describe()!r})"
-
-    async def __call__(self, request: LLMRequest) -> LLMResponse:
-        return await run_cancellable(self._call(request), request.cancel)
+    provider = "anthropic"
+    package = "anthropic"
+    example_spec = "anthropic:claude-sonnet-4-5"
+    default_key_env = DEFAULT_KEY_ENV
 
     def body(self, request: LLMRequest) -> dict[str, Any]:
         """The keyword arguments of ``messages.create`` for one call (never the key)."""

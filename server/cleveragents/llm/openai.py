@@ -12,62 +12,29 @@ policy, with its bounds and its refusal to repeat streamed text, applies everywh
 
 from __future__ import annotations
 
-import asyncio
 import functools
 from typing import Any
 
-from ..tool._errors import ModelConfigError
-from ..tool._router import ToolCallRouter
 from ..tool._types import LLMRequest, LLMResponse
-from ._retry import RetryPolicy, Sleep, classify_sdk_error, run_cancellable, stream_with_retries
-from .spec import ModelSpec
+from ._base import SdkCaller
+from ._retry import classify_sdk_error, stream_with_retries
 
 DEFAULT_KEY_ENV = "OPENAI_API_KEY"
 NO_KEY = "no-key"
 """Sent to keyless local servers (Ollama, llama.cpp), which ignore it."""
 
 
-class OpenAIChatCaller:
+class OpenAIChatCaller(SdkCaller):
     """Calls one chat-completions model; one instance serves every iteration of a run.
 
     The keyword arguments tune the retry policy; tests shrink them to milliseconds.
     ``sleep`` waits between retries (``asyncio.sleep``; tests may record instead).
     """
 
-    def __init__(
-        self,
-        spec: ModelSpec,
-        *,
-        base_delay_s: float = 0.5,
-        max_delay_s: float = 8.0,
-        max_retry_after_s: float = 60.0,
-        sleep: Sleep = asyncio.sleep,
-    ) -> None:
-        if not spec.model:
-            raise ModelConfigError("the openai model spec needs a model, e.g. 'openai:gpt-4o-mini'")
-        try:
-            import openai
-        except ImportError:
-            raise ModelConfigError(
-                "the openai provider needs the 'openai' package: pip install 'cleveragents[openai]'"
-            ) from None
-        self.spec = spec
-        self._sdk: Any = openai
-        self._key_env = spec.api_key_env or DEFAULT_KEY_ENV
-        if not spec.api_key() and not spec.base_url:
-            raise ModelConfigError(
-                f"no API key for {spec.describe()}: set {self._key_env}, "
-                "or give a baseUrl for a local server that needs none"
-            )
-        self._router = ToolCallRouter("openai")
-        self._policy = RetryPolicy(spec.max_retries, base_delay_s, max_delay_s, max_retry_after_s)
-        self._sleep = sleep
-
-    def __repr__(self) -> str:
-        return f"OpenAIChatCaller({self.spec.describe()!r})"
-
-    async def __call__(self, request: LLMRequest) -> LLMResponse:
-        return await run_cancellable(self._call(request), request.cancel)
+    provider = "openai"
+    package = "openai"
+    example_spec = "openai:gpt-4o-mini"
+    default_key_env = DEFAULT_KEY_ENV
 
     def body(self, request: LLMRequest) -> dict[str, Any]:
         """The chat-completions request body for one call (the key is never in it)."""
