@@ -1,0 +1,71 @@
+"""Model specs: the accepted forms, their errors, and where a run's model comes from."""
+
+from __future__ import annotations
+
+import pytest
+
+from cleveragents.llm.spec import ModelSpec, parse_model_spec, resolve_model_spec
+from cleveragents.tool import ModelConfigError
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("scripted:turns.json", ModelSpec("scripted", path="turns.json")),
+        ("openai:gpt-4o-mini", ModelSpec("openai", model="gpt-4o-mini")),
+        ("anthropic:claude-x", ModelSpec("anthropic", model="claude-x")),
+        ("client", ModelSpec("client")),
+        ("openai:org/model:tag", ModelSpec("openai", model="org/model:tag")),
+    ],
+)
+def test_string_specs_parse(text: str, expected: ModelSpec) -> None:
+    assert parse_model_spec(text) == expected
+
+
+def test_the_object_form_takes_base_url_and_key_env() -> None:
+    spec = parse_model_spec({"provider": "openai", "model": "llama3", "baseUrl": "http://127.0.0.1:11434/v1",
+                             "apiKeyEnv": "LOCAL_KEY", "maxTokens": 100, "temperature": 0.2,
+                             "timeoutMs": 1500, "maxRetries": 1})  # fmt: skip
+    assert spec == ModelSpec("openai", model="llama3", base_url="http://127.0.0.1:11434/v1",
+                             api_key_env="LOCAL_KEY", max_tokens=100, temperature=0.2,
+                             timeout_s=1.5, max_retries=1)  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "bad",
+    ["gemini:pro", "openai:", "nonsense", 42, {"provider": "nope"}, {"provider": "openai"},
+     {"provider": "scripted"}, {"provider": "openai", "model": "m", "extra": 1},
+     {"provider": "openai", "model": 3}],
+)  # fmt: skip
+def test_malformed_specs_name_the_accepted_forms(bad: object) -> None:
+    with pytest.raises(ModelConfigError) as info:
+        parse_model_spec(bad)
+    assert info.value.code == -32020
+    assert "model" in info.value.message
+
+
+def test_the_key_comes_from_the_environment_and_never_sits_in_the_spec(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-default")
+    monkeypatch.setenv("MY_KEY", "sk-mine")
+    assert ModelSpec("openai", model="m").api_key() == "sk-default"
+    spec = ModelSpec("openai", model="m", api_key_env="MY_KEY")
+    assert spec.api_key() == "sk-mine"
+    assert "sk-mine" not in repr(spec)
+    assert spec.describe() == "openai:m"
+
+
+def test_precedence_is_run_then_initialize_then_environment(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("CLEVERAGENTS_MODEL", "openai:from-env")
+    assert resolve_model_spec("openai:from-run", "openai:from-init").model == "from-run"
+    assert resolve_model_spec(None, "openai:from-init").model == "from-init"
+    assert resolve_model_spec(None, None).model == "from-env"
+
+
+def test_no_model_anywhere_says_how_to_set_one(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("CLEVERAGENTS_MODEL", raising=False)
+    with pytest.raises(ModelConfigError, match="CLEVERAGENTS_MODEL"):
+        resolve_model_spec(None, None)
