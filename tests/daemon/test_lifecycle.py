@@ -174,3 +174,43 @@ async def test_shutdown_mid_run_answers_the_run_with_its_result_first(tmp_path: 
         assert await daemon.wait_exit(2) == 0
     finally:
         await daemon.kill()
+
+
+async def test_files_instead_of_pipes_and_a_pipelined_exit_still_get_every_answer(
+    tmp_path: Path,
+) -> None:
+    import asyncio
+    import sys
+
+    from cleveragents.client._connection import frame
+
+    (tmp_path / "ws").mkdir()
+    requests = tmp_path / "in.bin"
+    requests.write_bytes(
+        frame(
+            {
+                "jsonrpc": "2.0",
+                "id": 1,
+                "method": "initialize",
+                "params": {
+                    "processId": None,
+                    "rootUri": (tmp_path / "ws").as_uri(),
+                    "capabilities": {},
+                },
+            }
+        )
+        + frame({"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {}})
+        + frame({"jsonrpc": "2.0", "id": 3, "method": "shutdown"})
+        + frame({"jsonrpc": "2.0", "method": "exit"})  # sent without waiting for replies
+    )
+    replies = tmp_path / "out.bin"
+    with requests.open("rb") as stdin, replies.open("wb") as stdout:
+        process = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "cleveragents", "serve", "--state-dir", str(tmp_path / "s"),
+            stdin=stdin, stdout=stdout,
+        )  # fmt: skip
+        async with asyncio.timeout(10):
+            assert await process.wait() == 0
+    bodies = [json.loads(part.split(b"\r\n\r\n", 1)[1]) for part in
+              replies.read_bytes().split(b"Content-Length")[1:]]  # fmt: skip
+    assert [b["id"] for b in bodies] == [1, 2, 3]

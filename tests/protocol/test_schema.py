@@ -61,6 +61,15 @@ def test_structuring_is_strict_about_json_types() -> None:
         structure({"tools": [{"name": "a", "description": "d"}]}, wire.RegisterToolsParams)
 
 
+def test_a_value_outside_a_literal_lists_the_allowed_ones() -> None:
+    options = {"profiles": {"m": {"read": "maybe", "write": "ask", "execute": "deny"}}}
+    with pytest.raises(ParamsError) as info:
+        structure(options, wire.InitializationOptions, root="initializationOptions")
+    assert str(info.value) == (
+        "initializationOptions.profiles['m'].read: expected one of 'allow', 'ask', 'deny'"
+    )
+
+
 def _validator(name: str) -> Any:
     schema = json.loads((SCHEMA_DIR / f"{name}.schema.json").read_text())
     schema.pop("$schema")

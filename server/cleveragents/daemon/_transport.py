@@ -13,7 +13,9 @@ import asyncio
 import json
 import logging
 import os
+import stat
 import sys
+import threading
 from typing import TYPE_CHECKING, Any
 
 from pygls.exceptions import JsonRpcException
@@ -150,6 +152,10 @@ class Connection:
                 body = await _read_body(reader)
                 if body is None:
                     break
+                if b'"exit"' in body:
+                    # A client may send exit right behind shutdown without waiting: let
+                    # the requests already in hand finish first (bounded).
+                    await self._finish_requests(1.0)
                 try:
                     self.dispatch(body)
                 except SystemExit as stop:  # pygls's exit handler
@@ -157,16 +163,76 @@ class Connection:
                     break
         finally:
             await self.server.manager.cancel_all()
+            await self._finish_requests(0.5)
         return self.exit_code
+
+    async def _finish_requests(self, timeout: float) -> None:
+        """Wait (bounded) for the handlers of requests received so far to answer."""
+        pending: list[Any] = list(self.server.protocol._request_futures.values())
+        handlers = [f for f in pending if isinstance(f, asyncio.Task)]
+        if handlers:
+            await asyncio.wait(handlers, timeout=timeout)
+
+
+def _is_pipe(fd: int) -> bool:
+    mode = os.fstat(fd).st_mode
+    return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)
+
+
+class _FileWriter:
+    """Stdout that is a file or a terminal rather than a pipe: plain blocking writes
+    (asyncio's pipe transport refuses these)."""
+
+    def __init__(self, fd: int) -> None:
+        self._fd = fd
+        self._closed = False
+
+    def write(self, data: bytes) -> None:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(self._fd, view) :]
+
+    def is_closing(self) -> bool:
+        return self._closed
+
+    def close(self) -> None:
+        self._closed = True
+
+
+def _feed_from_thread(
+    fd: int, reader: asyncio.StreamReader, loop: asyncio.AbstractEventLoop
+) -> None:
+    """Stdin that is a file, a terminal or /dev/null: read it in a daemon thread."""
+
+    def pump() -> None:
+        while True:
+            try:
+                chunk = os.read(fd, 65536)
+            except OSError:
+                chunk = b""
+            if not chunk:
+                loop.call_soon_threadsafe(reader.feed_eof)
+                return
+            loop.call_soon_threadsafe(reader.feed_data, chunk)
+
+    threading.Thread(target=pump, name="cleveragents-stdin", daemon=True).start()
 
 
 async def serve_stdio(server: CleverAgentsServer) -> int:
     loop = asyncio.get_running_loop()
     reader = asyncio.StreamReader(limit=MAX_BODY)
-    stdin = os.fdopen(sys.stdin.fileno(), "rb", buffering=0, closefd=False)
-    stdout = os.fdopen(sys.stdout.fileno(), "wb", buffering=0, closefd=False)
-    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), stdin)
-    transport, _ = await loop.connect_write_pipe(asyncio.Protocol, stdout)
+    in_fd, out_fd = sys.stdin.fileno(), sys.stdout.fileno()
+    if _is_pipe(in_fd):
+        stdin = os.fdopen(in_fd, "rb", buffering=0, closefd=False)
+        await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), stdin)
+    else:
+        _feed_from_thread(in_fd, reader, loop)
+    transport: Any
+    if _is_pipe(out_fd):
+        stdout = os.fdopen(out_fd, "wb", buffering=0, closefd=False)
+        transport, _ = await loop.connect_write_pipe(asyncio.Protocol, stdout)
+    else:
+        transport = _FileWriter(out_fd)
     connection = Connection(server, transport)
     code = await connection.serve(reader)
     transport.close()

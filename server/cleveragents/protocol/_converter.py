@@ -8,6 +8,7 @@ errors become one message naming the field path (``params.tools[0].name: ...``).
 from __future__ import annotations
 
 import re
+import typing
 from typing import Any, TypeVar
 
 import attrs
@@ -153,6 +154,9 @@ def _format(exc: BaseException, type_: type | None) -> str:
         return "required field missing"
     if isinstance(exc, TypeError):
         return str(exc)
+    if type_ is not None and typing.get_origin(type_) is typing.Literal:
+        allowed = ", ".join(repr(value) for value in typing.get_args(type_))
+        return f"expected one of {allowed}"
     return cattrs.v.format_exception(exc, type_)
 
 
