@@ -17,9 +17,6 @@ class FakePeer:
     def __init__(self) -> None:
         self.notifications: list[tuple[str, dict[str, Any]]] = []
 
-    def notify(self, method: str, params: dict[str, Any]) -> None:
-        self.notifications.append((method, params))
-
     def notify_json(self, method: str, params_text: str) -> None:
         self.notifications.append((method, json.loads(params_text)))
 

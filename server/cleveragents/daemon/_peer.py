@@ -19,8 +19,6 @@ class PeerRequestError(Exception):
 
 
 class Peer(Protocol):
-    def notify(self, method: str, params: dict[str, Any]) -> None: ...
-
     def notify_json(self, method: str, params_text: str) -> None:
         """Send a notification whose params are already JSON text."""
         ...

@@ -258,9 +258,6 @@ class _PygslPeer:
     def __init__(self, server: CleverAgentsServer) -> None:
         self._server = server
 
-    def notify(self, method: str, params: dict[str, Any]) -> None:
-        self._server.protocol.notify_json(method, _dumps(params))
-
     def notify_json(self, method: str, params_text: str) -> None:
         self._server.protocol.notify_json(method, params_text)
 
