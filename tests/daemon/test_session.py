@@ -218,8 +218,10 @@ async def test_a_client_tool_timeout_gives_a_failed_record_and_cancels_the_reque
 
 async def test_run_cancel_while_a_client_tool_is_pending(session: Session) -> None:
     cancelled = asyncio.Event()
+    running = asyncio.Event()
 
     async def hang(params: dict[str, Any]) -> Any:
+        running.set()
         try:
             await asyncio.sleep(30)
         except asyncio.CancelledError:
@@ -229,7 +231,8 @@ async def test_run_cancel_while_a_client_tool_is_pending(session: Session) -> No
     await session.request(m.TOOLS_REGISTER, {"tools": [{**ECHO_TOOL, "name": "client/hang"}]})
     session.tool_handlers["client/hang"] = hang
     pending = session.start(model=script({"toolCalls": [call("client/hang")]}), runId="c1")
-    await session.wait_for(lambda method, p: method == m.RUN_TOOL_CALL_STARTED)
+    async with asyncio.timeout(10):
+        await running.wait()  # cancel once the tool really runs, so its cancel is seen
     assert await session.request(m.RUN_CANCEL, {"runId": "c1"}) == {}
     async with asyncio.timeout(5):
         result = await pending
