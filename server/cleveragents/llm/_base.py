@@ -6,6 +6,7 @@ its streaming; nothing here knows a provider's wire format.
 from __future__ import annotations
 
 import asyncio
+import functools
 import importlib
 from abc import ABC, abstractmethod
 from typing import Any, ClassVar
@@ -13,8 +14,17 @@ from typing import Any, ClassVar
 from ..tool._errors import ModelConfigError
 from ..tool._router import Provider, ToolCallRouter
 from ..tool._types import LLMRequest, LLMResponse
-from ._retry import RetryPolicy, Sleep, run_cancellable
+from ._retry import (
+    RetryPolicy,
+    Sleep,
+    classify_sdk_error,
+    run_cancellable,
+    stream_with_retries,
+)
 from .spec import ModelSpec
+
+NO_KEY = "no-key"
+"""Sent to keyless local servers (Ollama, llama.cpp), which ignore it."""
 
 
 class SdkCaller(ABC):
@@ -68,4 +78,35 @@ class SdkCaller(ABC):
         return await run_cancellable(self._call(request), request.cancel)
 
     @abstractmethod
-    async def _call(self, request: LLMRequest) -> LLMResponse: ...
+    def body(self, request: LLMRequest) -> dict[str, Any]:
+        """The request's keyword arguments for one call (never the key)."""
+
+    @abstractmethod
+    def _client(self, key: str) -> Any:
+        """A new async SDK client (an async context manager)."""
+
+    @abstractmethod
+    def _create(self, client: Any, body: dict[str, Any]) -> Any:
+        """Start the streamed request (an awaitable of the SDK's stream)."""
+
+    async def _call(self, request: LLMRequest) -> LLMResponse:
+        body = self.body(request)
+        key = self.spec.api_key()
+        classify = functools.partial(
+            classify_sdk_error,
+            sdk=self._sdk,
+            timeout_s=self.spec.timeout_s,
+            key_env=self._key_env,
+            model=self.spec.model,
+            secrets=(key,) if key else (),
+        )
+        async with self._client(key or NO_KEY) as client:
+            return await stream_with_retries(
+                lambda: self._create(client, body),
+                start=lambda: self._router.stream(iteration=request.iteration),
+                on_delta=request.on_delta,
+                policy=self._policy,
+                classify=classify,
+                label=self.spec.describe(),
+                sleep=self._sleep,
+            )

@@ -12,18 +12,14 @@ The key is always passed explicitly, so the SDK never falls back to profiles on 
 
 from __future__ import annotations
 
-import functools
 from typing import Any
 
-from ..tool._types import LLMRequest, LLMResponse
+from ..tool._types import LLMRequest
 from ._base import SdkCaller
-from ._retry import classify_sdk_error, stream_with_retries
 
 DEFAULT_KEY_ENV = "ANTHROPIC_API_KEY"
 DEFAULT_MAX_TOKENS = 4096
 """The messages API requires ``max_tokens``; used when the spec sets none."""
-NO_KEY = "no-key"
-"""Sent to keyless compatible servers, which ignore it."""
 
 
 class AnthropicCaller(SdkCaller):
@@ -58,29 +54,10 @@ class AnthropicCaller(SdkCaller):
             body["extra_body"] = {"temperature": spec.temperature}
         return body
 
-    async def _call(self, request: LLMRequest) -> LLMResponse:
-        body = self.body(request)
-        key = self.spec.api_key()
-        classify = functools.partial(
-            classify_sdk_error,
-            sdk=self._sdk,
-            timeout_s=self.spec.timeout_s,
-            key_env=self._key_env,
-            model=self.spec.model,
-            secrets=(key,) if key else (),
+    def _client(self, key: str) -> Any:
+        return self._sdk.AsyncAnthropic(
+            api_key=key, base_url=self.spec.base_url, timeout=self.spec.timeout_s, max_retries=0
         )
-        async with self._sdk.AsyncAnthropic(
-            api_key=key or NO_KEY,
-            base_url=self.spec.base_url,
-            timeout=self.spec.timeout_s,
-            max_retries=0,
-        ) as client:
-            return await stream_with_retries(
-                lambda: client.messages.create(**body),
-                start=lambda: self._router.stream(iteration=request.iteration),
-                on_delta=request.on_delta,
-                policy=self._policy,
-                classify=classify,
-                label=self.spec.describe(),
-                sleep=self._sleep,
-            )
+
+    def _create(self, client: Any, body: dict[str, Any]) -> Any:
+        return client.messages.create(**body)
