@@ -532,3 +532,58 @@ def test_each_record_reaches_the_sink_as_soon_as_its_call_ends_sync() -> None:
                  spec("slow", slow), spec("fast", lambda i: "fast"))  # fmt: skip
     result = rt.run_tool_loop("go", sink=Sink())
     assert [r.output for r in result.tool_call_history] == ["slow", "fast"]
+
+
+async def test_the_history_grows_with_each_record_in_the_models_order() -> None:
+    context = ToolActorContext()
+    seen: list[list[str]] = []
+    first_done = asyncio.Event()
+
+    async def first(inputs: dict[str, Any]) -> Any:
+        return "first"
+
+    async def second(inputs: dict[str, Any]) -> Any:
+        # The first call has ended: its record is in the history before this one ends.
+        async with asyncio.timeout(5):
+            while len(context.tool_call_history) < 1:
+                await first_done.wait()
+        seen.append([r.tool_name for r in context.tool_call_history])
+        return "second"
+
+    class Sink(RecordingSink):
+        def on_tool_call(self, record: Any) -> None:
+            super().on_tool_call(record)
+            if record.tool_name == "first":
+                first_done.set()
+
+    rt = runtime([calls(("first", {}), ("second", {})), {"content": "x"}],
+                 spec("first", first), spec("second", second))  # fmt: skip
+    result = await rt.arun_tool_loop("go", context, sink=Sink())
+    assert seen == [["first"]]
+    assert context.tool_call_history == result.tool_call_history
+    assert [r.tool_name for r in result.tool_call_history] == ["first", "second"]
+
+
+async def test_a_later_call_ending_first_waits_for_its_predecessor_in_the_history() -> None:
+    context = ToolActorContext()
+    second_reported = asyncio.Event()
+    seen: list[int] = []
+
+    async def first(inputs: dict[str, Any]) -> Any:
+        async with asyncio.timeout(5):
+            await second_reported.wait()
+        seen.append(len(context.tool_call_history))  # the second's record is held back
+        return "first"
+
+    class Sink(RecordingSink):
+        def on_tool_call(self, record: Any) -> None:
+            super().on_tool_call(record)
+            if record.tool_name == "second":
+                second_reported.set()
+
+    rt = runtime([calls(("first", {}), ("second", {})), {"content": "x"}],
+                 spec("first", first), spec("second", aecho))  # fmt: skip
+    result = await rt.arun_tool_loop("go", context, sink=Sink())
+    assert seen == [0]
+    assert [r.tool_name for r in context.tool_call_history] == ["first", "second"]
+    assert context.tool_call_history == result.tool_call_history

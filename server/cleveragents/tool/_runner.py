@@ -41,8 +41,9 @@ Stage = Literal["discover", "activate", "execute", "deactivate"]
 StageObserver: TypeAlias = Callable[[Stage, str, str], None]
 """Called as ``observer(stage, tool_name, call_id)``; ``call_id`` is ``""`` for deactivate."""
 
-OnRecord: TypeAlias = Callable[[ToolCallRecord], None]
-"""Called with each record as soon as its call ends."""
+OnRecord: TypeAlias = Callable[[int, ToolCallRecord], None]
+"""Called as ``on_record(index, record)`` as soon as a call ends; ``index`` is the call's
+place in the model's list."""
 
 CANCELLED_ERROR = "cancelled: the run was cancelled before the tool finished"
 
@@ -322,12 +323,15 @@ class ToolRunSession:
                     self._cancelled_records(calls, iteration, started, None, on_record)
                 ) from None
             if on_record is not None:
-                on_record(record)
+                on_record(0, record)
             return [record]
         if on_record is None:
             tasks = [asyncio.ensure_future(self.arun_call(call, iteration)) for call in calls]
         else:
-            tasks = [asyncio.ensure_future(self._reported(c, iteration, on_record)) for c in calls]
+            tasks = [
+                asyncio.ensure_future(self._reported(index, call, iteration, on_record))
+                for index, call in enumerate(calls)
+            ]
         try:
             return list(await asyncio.gather(*tasks))
         except asyncio.CancelledError:
@@ -339,10 +343,10 @@ class ToolRunSession:
             ) from None
 
     async def _reported(
-        self, call: ToolCall, iteration: int, on_record: OnRecord
+        self, index: int, call: ToolCall, iteration: int, on_record: OnRecord
     ) -> ToolCallRecord:
         record = await self.arun_call(call, iteration)
-        on_record(record)
+        on_record(index, record)
         return record
 
     def _cancelled_records(
@@ -365,7 +369,7 @@ class ToolRunSession:
                 name = spec.name if spec is not None else None
                 record = self.failed(call, iteration, started, CANCELLED_ERROR, name)
                 if on_record is not None:
-                    on_record(record)
+                    on_record(index, record)
                 records.append(record)
         return records
 
@@ -442,14 +446,14 @@ class ToolRunSession:
                     self._observe("discover", spec.name, calls[0].id)
                 record = self._execute_sync(spec, calls[0], iteration, _perf())
                 if on_record is not None:
-                    on_record(record)
+                    on_record(0, record)
                 return [record]
         records: list[ToolCallRecord | None] = [None] * len(calls)
 
         def done(index: int, record: ToolCallRecord) -> None:
             records[index] = record
             if on_record is not None:
-                on_record(record)
+                on_record(index, record)
 
         pending: dict[concurrent.futures.Future[ToolCallRecord], tuple[int, float, float]] = {}
         for index, call in enumerate(calls):

@@ -126,7 +126,7 @@ class ToolCallingRuntime:
                 calls = state.take_response(response)
                 if calls:
                     state.tools_started(calls)
-                    records = session.run_calls(calls, state.iteration, state.on_record)
+                    records = session.run_calls(calls, state.iteration, state.record_hook(calls))
                     state.take_records(calls, records)
                 if state.end_iteration():
                     break
@@ -179,7 +179,9 @@ class ToolCallingRuntime:
                     if calls:
                         state.tools_started(calls)
                         interruptible = True
-                        records = await session.arun_calls(calls, state.iteration, state.on_record)
+                        records = await session.arun_calls(
+                            calls, state.iteration, state.record_hook(calls)
+                        )
                         interruptible = False
                         state.take_records(calls, records)
                 except ToolCallsInterrupted as exc:
@@ -248,7 +250,9 @@ class _LoopState:
     __slots__ = (
         "_decode",
         "_emit",
+        "_flushed",
         "_iteration_started",
+        "_ready",
         "_runtime",
         "cancel",
         "content",
@@ -258,7 +262,6 @@ class _LoopState:
         "limit",
         "limit_hit",
         "messages",
-        "on_record",
         "records",
         "session",
         "sink",
@@ -286,7 +289,8 @@ class _LoopState:
         self.cancel = cancel
         self.sink = sink
         self._emit = sink is not _NULL_SINK  # skip building events nobody reads
-        self.on_record = sink.on_tool_call if self._emit else None
+        self._ready: list[ToolCallRecord | None] = []
+        self._flushed = 0
         self.session = session
         self.limit = limit
         self.messages: list[Message] = list(history) if history else []
@@ -352,14 +356,46 @@ class _LoopState:
         for call in calls:
             sink.on_tool_call_started(self.iteration, call)
 
+    def record_hook(self, calls: list[ToolCall]) -> Callable[[int, ToolCallRecord], None] | None:
+        """What the runner calls as each record is ready: it reports the record to the
+        sink at once, and grows the history with every record whose predecessors (in
+        the model's order) are all done. A lone call with no sink needs neither."""
+        self._flushed = 0
+        if len(calls) == 1 and not self._emit:
+            return None
+        self._ready = [None] * len(calls)
+        return self._record_ready
+
+    def _record_ready(self, index: int, record: ToolCallRecord) -> None:
+        if self._emit:
+            self.sink.on_tool_call(record)
+        ready = self._ready
+        ready[index] = record
+        flushed = self._flushed
+        if index != flushed:
+            return  # an earlier call is still running: this record waits its turn
+        history = self.context.tool_call_history
+        count = len(ready)
+        while flushed < count:
+            done = ready[flushed]
+            if done is None:
+                break
+            self.records.append(done)
+            history.append(done)
+            flushed += 1
+        self._flushed = flushed
+
     def take_records(self, calls: list[ToolCall], records: list[ToolCallRecord]) -> None:
-        """Append this iteration's records (model order) and their result messages."""
+        """Append this iteration's remaining records (model order) and the result messages."""
         self.tool_call_count = len(records)
         history = self.context.tool_call_history
-        messages = self.messages
-        for call, record in zip(calls, records, strict=True):
+        flushed = self._flushed
+        for record in records[flushed:]:
             self.records.append(record)
             history.append(record)
+        self._flushed = 0
+        messages = self.messages
+        for call, record in zip(calls, records, strict=True):
             if record.success:
                 messages.append(Message("tool", output_text(record.output), [], call.id, call.name))
             else:
