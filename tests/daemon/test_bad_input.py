@@ -147,6 +147,9 @@ async def test_requests_before_initialize_are_refused(tmp_path: Path) -> None:
         ({"initializationOptions": {"profiles": {"mine": {"read": "maybe", "write": "ask",
                                                           "execute": "deny"}}}},
          "initializationOptions.profiles['mine'].read"),
+        ({"initializationOptions": {"profiles": {"mine": {"read": "allow", "write": "ask",
+                                                          "execute": "deny", "never_ask": True}}}},
+         "initializationOptions.profiles['mine']"),
     ],
 )  # fmt: skip
 async def test_initialize_with_options_of_the_wrong_type_names_the_field(

@@ -99,7 +99,15 @@ def make_converter() -> cattrs.Converter:
 
     def structure_factory(cls: type) -> Any:
         overrides = {f.name: override(rename=camel(f.name)) for f in attrs.fields(cls)}
-        return make_dict_structure_fn(cls, converter, **overrides)  # type: ignore[arg-type]
+        # Messages tolerate unknown fields (a newer peer may send more); configuration
+        # types marked strict refuse them, so that a misspelt setting is not ignored.
+        strict = bool(getattr(cls, "__wire_strict__", False))
+        return make_dict_structure_fn(
+            cls,
+            converter,
+            _cattrs_forbid_extra_keys=strict,
+            **overrides,  # type: ignore[arg-type]
+        )
 
     converter.register_unstructure_hook_factory(_wire_class, unstructure_factory)
     converter.register_structure_hook_factory(_wire_class, structure_factory)

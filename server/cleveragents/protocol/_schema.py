@@ -86,6 +86,8 @@ def _class_schema(cls: type, defs: dict[str, Any]) -> dict[str, Any]:
     out["properties"] = properties
     if required:
         out["required"] = required
+    if getattr(cls, "__wire_strict__", False):
+        out["additionalProperties"] = False
     return out
 
 

@@ -116,6 +116,8 @@ Decision = Literal["allow", "ask", "deny"]
 class CustomProfile:
     """An automation profile defined by the client: what each tool kind may do."""
 
+    __wire_strict__ = True  # a misspelt key is an error, not a silently ignored setting
+
     read: Decision
     write: Decision
     execute: Decision
