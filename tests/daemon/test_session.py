@@ -382,3 +382,17 @@ async def test_builtin_and_unknown_tools_cannot_be_unregistered(session: Session
         await session.request(m.TOOLS_UNREGISTER, {"names": ["client/none"]})
     assert unknown.value.code == -32012
     assert "client/none" in unknown.value.message
+
+
+async def test_a_malformed_tools_call_reply_gives_a_failed_record(session: Session) -> None:
+    async def no_output(params: dict[str, Any]) -> Any:
+        return {"result": "forgot the output field"}
+
+    await session.request(m.TOOLS_REGISTER, {"tools": [{**ECHO_TOOL, "name": "client/odd"}]})
+    session.tool_handlers["client/odd"] = no_output
+    model = script({"toolCalls": [call("client/odd")]}, {"content": "went on"})
+    result = await session.request(m.RUN_START, {"prompt": "go", "model": model})
+    (record,) = result["toolCallHistory"]
+    assert record["success"] is False
+    assert "'output'" in record["error"]
+    assert result["content"] == "went on"
