@@ -24,7 +24,11 @@ def _tcp(value: str) -> tuple[str, int]:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="cleveragents", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="cleveragents",
+        description="A tool-calling runtime for LLM actors: serve the daemon, run a prompt, "
+        "run the demo, or look at past runs.",
+    )
     sub = parser.add_subparsers(dest="command", required=True)
 
     serve = sub.add_parser("serve", help="run the daemon (JSON-RPC with LSP framing on stdio)")
