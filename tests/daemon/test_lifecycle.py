@@ -214,3 +214,19 @@ async def test_files_instead_of_pipes_and_a_pipelined_exit_still_get_every_answe
     bodies = [json.loads(part.split(b"\r\n\r\n", 1)[1]) for part in
               replies.read_bytes().split(b"Content-Length")[1:]]  # fmt: skip
     assert [b["id"] for b in bodies] == [1, 2, 3]
+
+
+async def test_non_ascii_text_is_framed_by_its_byte_length(tmp_path: Path) -> None:
+    (tmp_path / "ws").mkdir()
+    text = "héllo wörld ✓ 日本"
+    model = {"provider": "scripted", "script": [{"content": text}]}
+    daemon = await RawDaemon.start(tmp_path / "ws", tmp_path / "state")
+    try:
+        reply = await daemon.call(2, "run/start", {"prompt": text, "model": model, "runId": "u"})
+        again = await daemon.call(3, "run/get", {"runId": "u"})
+    finally:
+        await daemon.kill()
+    assert reply["result"]["content"] == text
+    assert again["result"]["content"] == text
+    deltas = [m["params"]["text"] for m in daemon.messages if m.get("method") == "run/messageDelta"]
+    assert deltas == [text]

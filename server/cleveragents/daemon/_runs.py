@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
-import json
 import logging
 import time
 import uuid
@@ -22,7 +21,7 @@ from typing import Any
 import attrs
 
 from ..llm.spec import ModelSpec, create_caller, resolve_model_spec
-from ..protocol import ParamsError, unstructure, wire
+from ..protocol import ParamsError, dumps, unstructure, wire
 from ..protocol import methods as m
 from ..tool import (
     CancelToken,
@@ -60,8 +59,6 @@ logger = logging.getLogger(__name__)
 
 DEFAULT_CLIENT_TOOL_TIMEOUT_S = 120.0
 RESERVED_PREFIXES = ("builtin/", "mcp:")
-
-_dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
 
 _current_run_id: contextvars.ContextVar[str] = contextvars.ContextVar("cleveragents_run_id")
 """The run whose task is running: how a shared client tool knows which run called it."""
@@ -103,7 +100,7 @@ class Run:
         if self.finished:
             return
         self.seq += 1
-        text = _dumps({"runId": self.run_id, "seq": self.seq, **payload})
+        text = dumps({"runId": self.run_id, "seq": self.seq, **payload})
         self.transcript.append_raw(method, text)
         self.peer.notify_json(method, text)
         if method == m.RUN_FINISHED:

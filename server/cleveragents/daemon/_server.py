@@ -14,7 +14,6 @@ from __future__ import annotations
 import asyncio
 import functools
 import itertools
-import json
 import logging
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -35,7 +34,7 @@ from pygls.protocol import (
 from pygls.uris import to_fs_path
 
 from .. import __version__
-from ..protocol import PROTOCOL_VERSION, ParamsError, structure, unstructure, wire
+from ..protocol import PROTOCOL_VERSION, ParamsError, dumps, structure, unstructure, wire
 from ..protocol import methods as m
 from ..tool import CleverAgentsError, NotInitializedError, ProfileError, ToolSpec
 from ..workspace.profiles import get_profile
@@ -49,8 +48,6 @@ logger = logging.getLogger(__name__)
 P = TypeVar("P")
 
 INVALID_PARAMS = -32602
-
-_dumps = json.JSONEncoder(separators=(",", ":")).encode
 INTERNAL_ERROR = -32603
 
 
@@ -142,20 +139,20 @@ class CleverAgentsProtocol(LanguageServerProtocol):
             writer.write(b"Content-Length: %d\r\n\r\n%s" % (len(data), data))
 
     def notify_json(self, method: str, params_text: str) -> None:
-        self.write_frame(f'{{"jsonrpc":"2.0","method":{_dumps(method)},"params":{params_text}}}')
+        self.write_frame(f'{{"jsonrpc":"2.0","method":{dumps(method)},"params":{params_text}}}')
 
     def request(self, method: str, params: dict[str, Any]) -> tuple[str, asyncio.Future[Any]]:
         msg_id = f"ca-{next(self._ids)}"
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         self._request_futures[msg_id] = future  # type: ignore[assignment]
         message = {"jsonrpc": "2.0", "id": msg_id, "method": method, "params": params}
-        self.write_frame(_dumps(message))
+        self.write_frame(dumps(message))
         return msg_id, future
 
     def _send_response(self, msg_id: Any, result: Any = None, error: Any = None) -> None:
         if error is None and not attrs.has(type(result)):
             try:
-                body = _dumps({"jsonrpc": "2.0", "id": msg_id, "result": result})
+                body = dumps({"jsonrpc": "2.0", "id": msg_id, "result": result})
             except (TypeError, ValueError):
                 pass  # not plain JSON: let pygls serialise it
             else:

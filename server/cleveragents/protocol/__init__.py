@@ -6,7 +6,7 @@ and types; ``client-protocol/schema/`` is generated from them.
 
 from . import _methods as methods
 from . import _types as wire
-from ._converter import ParamsError, camel, converter, structure, unstructure
+from ._converter import ParamsError, camel, converter, dumps, structure, unstructure
 from ._methods import BY_NAME, METHODS, PROTOCOL_VERSION, Method
 
 __all__ = [
@@ -17,6 +17,7 @@ __all__ = [
     "ParamsError",
     "camel",
     "converter",
+    "dumps",
     "methods",
     "structure",
     "unstructure",

@@ -7,6 +7,7 @@ errors become one message naming the field path (``params.tools[0].name: ...``).
 
 from __future__ import annotations
 
+import json
 import re
 import typing
 from typing import Any, TypeVar
@@ -135,6 +136,9 @@ def _str_or_int(value: Any, _: type) -> str | int:
 
 
 converter = make_converter()
+
+dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+"""Compact JSON text for the wire and the transcripts (UTF-8, framed by byte length)."""
 
 
 class ParamsError(ValueError):
