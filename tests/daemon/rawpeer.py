@@ -17,6 +17,20 @@ class RawDaemon:
         self.messages: list[dict[str, Any]] = []
 
     @classmethod
+    async def spawn(
+        cls, state_dir: Path, *extra: str, env: dict[str, str] | None = None
+    ) -> RawDaemon:
+        """A daemon subprocess that has not been initialized yet."""
+        import os
+
+        process = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "cleveragents", "serve", "--state-dir", str(state_dir), *extra,
+            stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE, env={**os.environ, **(env or {})},
+        )  # fmt: skip
+        return cls(process)
+
+    @classmethod
     async def start(
         cls,
         workspace: Path,
@@ -26,14 +40,8 @@ class RawDaemon:
         env: dict[str, str] | None = None,
         options: dict[str, Any] | None = None,
     ) -> RawDaemon:
-        import os
-
-        process = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "cleveragents", "serve", "--state-dir", str(state_dir), *extra,
-            stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE, env={**os.environ, **(env or {})},
-        )  # fmt: skip
-        daemon = cls(process)
+        """A daemon subprocess after initialize and initialized."""
+        daemon = await cls.spawn(state_dir, *extra, env=env)
         reply = await daemon.call(1, "initialize", {
             "processId": None, "rootUri": workspace.as_uri(), "capabilities": capabilities or {},
             "initializationOptions": {"automationProfile": "trusted", **(options or {})}})  # fmt: skip

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -123,13 +122,7 @@ async def test_exit_without_shutdown_exits_with_1(daemon: RawDaemon) -> None:
 
 
 async def test_requests_before_initialize_are_refused(tmp_path: Path) -> None:
-    import sys
-
-    process = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "cleveragents", "serve", "--state-dir", str(tmp_path),
-        stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-    )  # fmt: skip
-    raw = RawDaemon(process)
+    raw = await RawDaemon.spawn(tmp_path)
     try:
         reply = await raw.call(1, "tools/list", {})
         assert reply["error"]["code"] == -32026
@@ -155,13 +148,7 @@ async def test_requests_before_initialize_are_refused(tmp_path: Path) -> None:
 async def test_initialize_with_options_of_the_wrong_type_names_the_field(
     tmp_path: Path, params: dict[str, object], field: str
 ) -> None:
-    import sys
-
-    process = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "cleveragents", "serve", "--state-dir", str(tmp_path),
-        stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-    )  # fmt: skip
-    raw = RawDaemon(process)
+    raw = await RawDaemon.spawn(tmp_path)
     try:
         reply = await raw.call(1, "initialize", {"processId": None, "rootUri": tmp_path.as_uri(),
                                                   "capabilities": {}, **params})  # fmt: skip

@@ -14,6 +14,8 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from ..protocol import frame, read_body
+
 logger = logging.getLogger(__name__)
 
 RequestHandler = Callable[[dict[str, Any]], Awaitable[Any]]
@@ -39,27 +41,15 @@ class HandlerError(Exception):
         self.message = message
 
 
-def frame(message: dict[str, Any]) -> bytes:
-    body = json.dumps(message, ensure_ascii=False).encode("utf-8")
-    return b"Content-Length: %d\r\n\r\n%s" % (len(body), body)
-
-
 async def read_frame(reader: asyncio.StreamReader) -> dict[str, Any] | None:
-    length = None
+    """The next message as a dict; ``None`` at end of input (non-objects are skipped)."""
     while True:
-        line = await reader.readline()
-        if not line:
+        body = await read_body(reader)
+        if body is None:
             return None
-        if line in (b"\r\n", b"\n"):
-            if length is not None:
-                break
-            continue
-        name, _, value = line.decode("latin-1").partition(":")
-        if name.strip().lower() == "content-length":
-            length = int(value.strip())
-    body = await reader.readexactly(length)
-    message = json.loads(body)
-    return message if isinstance(message, dict) else None
+        message = json.loads(body)
+        if isinstance(message, dict):
+            return message
 
 
 class Connection:

@@ -34,7 +34,15 @@ from pygls.protocol import (
 from pygls.uris import to_fs_path
 
 from .. import __version__
-from ..protocol import PROTOCOL_VERSION, ParamsError, dumps, structure, unstructure, wire
+from ..protocol import (
+    PROTOCOL_VERSION,
+    ParamsError,
+    dumps,
+    encode_frame,
+    structure,
+    unstructure,
+    wire,
+)
 from ..protocol import methods as m
 from ..tool import CleverAgentsError, NotInitializedError, ProfileError, ToolSpec
 from ..workspace.profiles import get_profile
@@ -133,10 +141,9 @@ class CleverAgentsProtocol(LanguageServerProtocol):
     # half the cost of a notification; scripts/bench/daemon_notifications.py).
 
     def write_frame(self, body: str) -> None:
-        data = body.encode("utf-8")
         writer = self.writer
         if writer is not None:
-            writer.write(b"Content-Length: %d\r\n\r\n%s" % (len(data), data))
+            writer.write(encode_frame(body))
 
     def notify_json(self, method: str, params_text: str) -> None:
         self.write_frame(f'{{"jsonrpc":"2.0","method":{dumps(method)},"params":{params_text}}}')

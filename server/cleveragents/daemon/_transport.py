@@ -20,14 +20,13 @@ from typing import TYPE_CHECKING, Any
 
 from pygls.exceptions import JsonRpcException
 
-from ..protocol import BY_NAME
+from ..protocol import BY_NAME, MAX_BODY, frame, read_body
 
 if TYPE_CHECKING:
     from ._server import CleverAgentsServer
 
 logger = logging.getLogger(__name__)
 
-MAX_BODY = 64 * 1024 * 1024
 PARSE_ERROR = -32700
 INVALID_REQUEST = -32600
 INVALID_PARAMS = -32602
@@ -47,36 +46,6 @@ class _Writer:
         self._transport.close()
 
 
-def _frame(payload: dict[str, Any]) -> bytes:
-    body = json.dumps(payload).encode("utf-8")
-    return b"Content-Length: %d\r\n\r\n%s" % (len(body), body)
-
-
-async def _read_body(reader: asyncio.StreamReader) -> bytes | None:
-    """The next message body; ``None`` at end of input. Bad headers are skipped."""
-    length: int | None = None
-    while True:
-        line = await reader.readline()
-        if not line:
-            return None
-        if line in (b"\r\n", b"\n"):
-            if length is not None:
-                break
-            continue
-        name, _, value = line.decode("latin-1").partition(":")
-        if name.strip().lower() == "content-length":
-            try:
-                length = int(value.strip())
-            except ValueError:
-                length = None
-            if length is not None and not 0 <= length <= MAX_BODY:
-                length = None
-    try:
-        return await reader.readexactly(length)
-    except asyncio.IncompleteReadError:
-        return None
-
-
 class Connection:
     """One client connection: reads frames and hands them to the server's protocol."""
 
@@ -89,7 +58,7 @@ class Connection:
     def reply_error(self, msg_id: Any, code: int, message: str) -> None:
         error = {"jsonrpc": "2.0", "id": msg_id, "error": {"code": code, "message": message}}
         if not self.transport.is_closing():
-            self.transport.write(_frame(error))
+            self.transport.write(frame(error))
 
     def dispatch(self, body: bytes) -> None:
         try:
@@ -149,7 +118,7 @@ class Connection:
         process exit code (LSP: 0 after shutdown, else 1 on ``exit``)."""
         try:
             while True:
-                body = await _read_body(reader)
+                body = await read_body(reader)
                 if body is None:
                     break
                 if b'"exit"' in body:

@@ -1,16 +1,20 @@
-"""Protocol v1 of the cleveragents daemon: wire types, the method table, the converter.
+"""Protocol v1 of the cleveragents daemon: wire types, the method table, the converter,
+and the LSP base framing.
 
-Everything here is data: no I/O, no pygls. The daemon and both clients use these names
-and types; ``client-protocol/schema/`` is generated from them.
+No pygls and no transport of its own (the framing helpers work on any asyncio stream).
+The daemon and both clients use these names and types; ``client-protocol/schema/`` is
+generated from them.
 """
 
 from . import _methods as methods
 from . import _types as wire
 from ._converter import ParamsError, camel, converter, dumps, structure, unstructure
+from ._framing import MAX_BODY, encode_frame, frame, read_body
 from ._methods import BY_NAME, METHODS, PROTOCOL_VERSION, Method
 
 __all__ = [
     "BY_NAME",
+    "MAX_BODY",
     "METHODS",
     "PROTOCOL_VERSION",
     "Method",
@@ -18,7 +22,10 @@ __all__ = [
     "camel",
     "converter",
     "dumps",
+    "encode_frame",
+    "frame",
     "methods",
+    "read_body",
     "structure",
     "unstructure",
     "wire",
