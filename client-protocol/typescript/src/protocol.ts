@@ -48,6 +48,9 @@ export interface InitializationOptions {
   automationProfile?: string;
   stateDir?: string;
   profiles?: Record<string, CustomProfile>;
+  maxToolOutputBytes?: number;
+  shellEnv?: string[];
+  token?: string;
 }
 
 /** Params of `run/iteration`. */
@@ -442,4 +445,6 @@ export const ErrorCodes = {
   CapabilityError: -32025,
   NotInitializedError: -32026,
   ToolActivationError: -32027,
+  RunInterruptedError: -32028,
+  StateDirError: -32029,
 } as const;

@@ -134,6 +134,14 @@ class InitializationOptions:
     automation_profile: str | None = opt()
     state_dir: str | None = opt()
     profiles: dict[str, CustomProfile] | None = opt()
+    max_tool_output_bytes: int | None = opt()
+    """A tool output larger than this (default 1 MiB) is cut for the record, the
+    notifications and the model; the full output is kept under the state dir."""
+    shell_env: list[str] | None = opt()
+    """Names of the daemon's environment variables passed through to ``builtin/shell``,
+    beyond its fixed allow-list."""
+    token: str | None = opt()
+    """The ``--tcp`` access token; required on TCP, ignored on stdio."""
 
 
 @attrs.define

@@ -17,7 +17,9 @@
     ├── RunStateError                 -32023  a run id already in use, or a run in the wrong state
     ├── ProfileError                  -32024  unknown automation profile
     ├── CapabilityError               -32025  the client did not declare a needed capability
-    └── NotInitializedError           -32026  a request before ``initialize``
+    ├── NotInitializedError           -32026  a request before ``initialize``
+    ├── RunInterruptedError           -32028  the daemon stopped before the run ended
+    └── StateDirError                 -32029  the state dir cannot be written
 
 Tool failures inside a run are not raised to the caller: the runner turns them into
 failed ``ToolCallRecord`` entries fed back to the model. These classes are raised for
@@ -112,6 +114,14 @@ class NotInitializedError(CleverAgentsError):
     code = -32026
 
 
+class RunInterruptedError(CleverAgentsError):
+    code = -32028
+
+
+class StateDirError(CleverAgentsError):
+    code = -32029
+
+
 ALL_ERRORS: tuple[type[CleverAgentsError], ...] = (
     CleverAgentsError,
     ToolError,
@@ -131,4 +141,6 @@ ALL_ERRORS: tuple[type[CleverAgentsError], ...] = (
     ProfileError,
     CapabilityError,
     NotInitializedError,
+    RunInterruptedError,
+    StateDirError,
 )
