@@ -5,7 +5,9 @@ Owns:
 * :func:`glob_to_regex` and :class:`Glob`: the glob syntax of ``file-list`` ``pattern``,
   ``file-search`` ``glob`` and ``.gitignore``. ``*`` matches within one path segment,
   ``?`` one character, ``[abc]``/``[!abc]`` a class, ``**`` any number of segments
-  (``**/*.py``, ``src/**``); a trailing ``/`` selects directories only.
+  (``**/*.py``, ``src/**``); a trailing ``/`` selects directories only. Globs are matched
+  in linear time by RE2 (:mod:`~cleveragents.workspace._patterns`); one longer than
+  :data:`~cleveragents.workspace._patterns.MAX_GLOB_CHARS` is refused.
 * :class:`GitIgnore`: the ``.gitignore`` subset honoured (documented on the class).
 * :class:`Walk`: a sorted, depth-first walk beneath a base directory that never follows
   symlinks, skips ``.git`` and ignored entries, and stops after a number of entries.
@@ -20,7 +22,6 @@ gave is checked: callers pass already resolved real paths (see
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -28,76 +29,40 @@ import attrs
 
 from cleveragents.tool._errors import SandboxViolationError
 
+from ._patterns import GlobMatcher, GlobSet, UnsafeGlobError, compile_glob, glob_to_regex
 from ._sandbox import WorkspaceToolError, open_regular, relative_to_root, show
 
 _GITIGNORE_MAX_BYTES = 1024 * 1024
-
-
-def glob_to_regex(pattern: str) -> str:
-    """Translate a glob (the syntax in the module docstring) to a regex for ``fullmatch``."""
-    out: list[str] = []
-    i, n = 0, len(pattern)
-    while i < n:
-        char = pattern[i]
-        if char == "*":
-            if pattern.startswith("**", i):
-                j = i + 2
-                at_segment_start = i == 0 or pattern[i - 1] == "/"
-                if at_segment_start and j < n and pattern[j] == "/":
-                    out.append("(?:.*/)?")
-                    i = j + 1
-                    continue
-                if at_segment_start and j == n:
-                    out.append(".*")
-                    i = j
-                    continue
-                i = j
-            else:
-                i += 1
-            out.append("[^/]*")
-            continue
-        if char == "?":
-            out.append("[^/]")
-        elif char == "[":
-            j = i + 1
-            if j < n and pattern[j] in "!^":
-                j += 1
-            if j < n and pattern[j] == "]":
-                j += 1
-            while j < n and pattern[j] != "]":
-                j += 1
-            if j >= n:
-                out.append(re.escape(char))
-            else:
-                body = pattern[i + 1 : j].replace("\\", "\\\\")
-                if body[:1] in ("!", "^"):
-                    body = "^" + body[1:]
-                out.append(f"[{body}]")
-                i = j
-        else:
-            out.append(re.escape(char))
-        i += 1
-    return "".join(out)
+_NOTE_SKIPPED_SHOWN = 3  # skipped .gitignore lines named in a note; the rest are counted
 
 
 @attrs.define(slots=True, frozen=True)
 class Glob:
     """A parsed glob, matched against paths relative to the walk's base."""
 
-    regex: re.Pattern[str]
+    regex: GlobMatcher
     dirs_only: bool
     max_depth: int | None
 
     @classmethod
-    def parse(cls, pattern: str) -> Glob:
+    def parse(cls, pattern: str, what: str = "pattern") -> Glob:
+        """Parse ``pattern``; :class:`UnsafeGlobError` (named ``what``) if it is too long."""
         dirs_only = pattern.endswith("/")
         segments = [s for s in pattern.split("/") if s not in ("", ".")]
         body = "/".join(segments) or "*"
         depth = None if "**" in body else len(body.split("/"))
-        return cls(re.compile(glob_to_regex(body), re.DOTALL), dirs_only, depth)
+        return cls(compile_glob(body, what), dirs_only, depth)
 
     def matches(self, rel: str, is_dir: bool) -> bool:
-        return (is_dir or not self.dirs_only) and self.regex.fullmatch(rel) is not None
+        return (is_dir or not self.dirs_only) and self.regex.fullmatch(rel)
+
+
+@attrs.define(slots=True)
+class _IgnoreFile:
+    """The rules of one ``.gitignore``: one RE2 set, and per rule (negated, dirs_only)."""
+
+    rules: GlobSet = attrs.field(factory=GlobSet)
+    flags: list[tuple[bool, bool]] = attrs.field(factory=list)
 
 
 @attrs.define(slots=True)
@@ -105,31 +70,52 @@ class GitIgnore:
     """The ``.gitignore`` subset the walkers honour.
 
     Supported: blank lines and ``#`` comments; ``!`` negation (the last matching rule
-    wins); a trailing ``/`` for directories only; a leading or inner ``/`` anchoring the
-    pattern to the ``.gitignore``'s directory (otherwise it matches a name at any depth);
-    ``*``, ``?``, ``[...]`` and ``**``; ``\\#`` and ``\\!`` escapes. ``.gitignore`` files
-    in the root, in every directory between the root and the walk's base, and in every
-    directory walked are read. Not supported: ``.git/info/exclude``, global excludes,
-    escaped trailing spaces. An ignored directory is not entered, so nothing beneath it
-    can be re-included (as in git). ``.git`` itself is always skipped.
+    wins, and a deeper ``.gitignore`` wins over a shallower one); a trailing ``/`` for
+    directories only; a leading or inner ``/`` anchoring the pattern to the
+    ``.gitignore``'s directory (otherwise it matches a name at any depth); ``*``, ``?``,
+    ``[...]`` and ``**``; ``\\#`` and ``\\!`` escapes. ``.gitignore`` files in the root,
+    in every directory between the root and the walk's base, and in every directory
+    walked are read. Not supported: ``.git/info/exclude``, global excludes, escaped
+    trailing spaces. An ignored directory is not entered, so nothing beneath it can be
+    re-included (as in git). ``.git`` itself is always skipped.
+
+    A line that cannot be matched safely (longer than
+    :data:`~cleveragents.workspace._patterns.MAX_GLOB_CHARS`, or refused by RE2) is
+    skipped and listed in ``skipped``; :meth:`note` says so for the tool's result.
     """
 
-    rules: list[tuple[re.Pattern[str], bool, bool]] = attrs.field(factory=list)
+    files: dict[str, _IgnoreFile] = attrs.field(factory=dict)
+    skipped: list[str] = attrs.field(factory=list)
 
     def load(self, root_real: str, dir_real: str) -> None:
+        """Read ``dir_real``'s ``.gitignore``, if it is a plain file inside the root."""
         shown = show(relative_to_root(root_real, os.path.join(dir_real, ".gitignore")))
         try:
             fd, info = open_regular(root_real, Path(dir_real, ".gitignore"), os.O_RDONLY, shown)
         except (WorkspaceToolError, SandboxViolationError):
             return  # absent, or not a plain file inside the root: ignored
         with os.fdopen(fd, "rb") as handle:
-            text = handle.read(min(info.st_size, _GITIGNORE_MAX_BYTES)).decode("utf-8", "replace")
-        base = relative_to_root(root_real, dir_real)
-        prefix = "" if base == "." else re.escape(base + "/")
-        for line in text.splitlines():
-            self._add(line, prefix)
+            data = handle.read(min(info.st_size, _GITIGNORE_MAX_BYTES))
+        self.add_text(data.decode("utf-8", "replace"), relative_to_root(root_real, dir_real))
 
-    def _add(self, line: str, prefix: str) -> None:
+    def add_text(self, text: str, base: str) -> None:
+        """Add the rules of a ``.gitignore`` found in ``base`` (relative to the root)."""
+        base = "" if base == "." else base
+        for line_no, line in enumerate(text.splitlines(), start=1):
+            self._add(line, base, line_no)
+        rules = self.files.get(base)
+        if rules is not None:
+            try:
+                rules.rules.compile()
+            except UnsafeGlobError:
+                del self.files[base]
+                self.skipped.append(f"every line of {show(self._source(base))}")
+
+    @staticmethod
+    def _source(base: str) -> str:
+        return f"{base}/.gitignore" if base else ".gitignore"
+
+    def _add(self, line: str, base: str = "", line_no: int = 0) -> None:
         line = line.rstrip()
         if not line or line.startswith("#"):
             return
@@ -143,17 +129,43 @@ class GitIgnore:
         anchored = "/" in line
         line = line.lstrip("/")
         body = glob_to_regex(line)
-        regex = prefix + (body if anchored else "(?:.*/)?" + body)
-        self.rules.append((re.compile(regex, re.DOTALL), negated, dirs_only))
+        regex = body if anchored else "(?:.*/)?" + body
+        rules = self.files.get(base) or _IgnoreFile()
+        try:
+            rules.rules.add(regex, line)
+        except UnsafeGlobError:
+            self.skipped.append(f"{show(self._source(base))} line {line_no}")
+            return
+        rules.flags.append((negated, dirs_only))
+        self.files[base] = rules
 
     def ignored(self, rel: str, is_dir: bool) -> bool:
-        verdict = False
-        for regex, negated, dirs_only in self.rules:
-            if dirs_only and not is_dir:
+        """Whether the entry at ``rel`` (relative to the root) is ignored."""
+        parts = rel.split("/")
+        # Deepest .gitignore first: its last matching rule decides.
+        for depth in range(len(parts) - 1, -1, -1):
+            base = "/".join(parts[:depth])
+            rules = self.files.get(base)
+            if rules is None:
                 continue
-            if regex.fullmatch(rel):
-                verdict = not negated
-        return verdict
+            sub = "/".join(parts[depth:])
+            for index in sorted(rules.rules.matches(sub), reverse=True):
+                negated, dirs_only = rules.flags[index]
+                if is_dir or not dirs_only:
+                    return not negated
+        return False
+
+    def note(self) -> str | None:
+        """What the tool's ``note`` says about skipped lines, or ``None`` if none were."""
+        if not self.skipped:
+            return None
+        named = ", ".join(self.skipped[:_NOTE_SKIPPED_SHOWN])
+        more = len(self.skipped) - _NOTE_SKIPPED_SHOWN
+        rest = f" and {more} more" if more > 0 else ""
+        return (
+            f".gitignore rules that cannot be matched safely were skipped ({named}{rest}); "
+            "the entries they name may be listed"
+        )
 
 
 @attrs.define(slots=True)

@@ -1,8 +1,10 @@
 """The built-in file tools: ``builtin/file-read``, ``-write``, ``-edit``, ``-list``, ``-search``.
 
 Each tool is a :class:`~cleveragents.tool.ToolSpec` with a strict JSON Schema
-(``additionalProperties: false``, snake_case arguments) and a synchronous handler; the
-runner runs it in a worker thread. Every path goes through
+(``additionalProperties: false``, snake_case arguments). Read, write and edit have
+synchronous handlers, which the runner runs in a worker thread; list and search have
+async handlers that run the walk in a thread of their own (:func:`run_stoppable`), which
+a timeout or a cancel stops between entries and between chunks of lines. Every path goes through
 :func:`~cleveragents.workspace._sandbox.resolve_path` and every file is opened with
 :func:`~cleveragents.workspace._sandbox.open_regular` (which uses ``open_beneath``).
 
@@ -22,16 +24,23 @@ Conventions shared by all five tools:
   :class:`~cleveragents.workspace._walk.Walk`: symlinks are not followed, ``.git`` is
   skipped and ``.gitignore`` files are honoured; globs are matched against paths
   relative to the ``path`` argument (the glob syntax is in
-  :mod:`~cleveragents.workspace._walk`).
+  :mod:`~cleveragents.workspace._walk`). Search patterns and globs are matched by RE2 in
+  linear time (:mod:`~cleveragents.workspace._patterns`).
 
 This module knows nothing of profiles, the shell or the runner.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import contextvars
+import math
 import os
 import re
-from collections.abc import Iterator
+import threading
+import time
+from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -41,6 +50,7 @@ from cleveragents.tool._errors import SandboxViolationError
 from cleveragents.tool._spec import ToolAnnotations, ToolSpec
 from cleveragents.tool._types import JSONValue
 
+from ._patterns import LineMatcher, compile_search
 from ._sandbox import (
     WorkspaceToolError,
     check_pattern,
@@ -319,10 +329,99 @@ def _check_literal_prefix(root: str, base: Path, pattern: str, raw: str, what: s
         )
 
 
+# --------------------------------------------------------------------------- stopping
+
+_LINES_PER_CHECK = 1024  # lines searched between two looks at the stop flag
+_LONG_LINE = 64 * 1024  # a line this long is preceded by a look of its own
+
+
+class _Stopped(WorkspaceToolError):
+    """The worker was asked to stop; nobody reads this result (the call was cancelled)."""
+
+
+class StopFlag:
+    """Tells a list or search worker to stop: set on cancel, or when ``deadline`` passes.
+
+    The worker calls :meth:`check` between entries and between chunks of lines. One
+    RE2 match of one line is never interrupted; a line is at most
+    ``max_search_file_bytes`` long, so that is bounded too.
+    """
+
+    __slots__ = ("deadline", "event", "timeout_s")
+
+    def __init__(self, timeout_s: float | None = None) -> None:
+        self.event = threading.Event()
+        self.timeout_s = timeout_s
+        self.deadline = time.monotonic() + timeout_s if timeout_s is not None else math.inf
+
+    def check(self) -> None:
+        if self.event.is_set():
+            raise _Stopped("stopped: the call was cancelled")
+        if time.monotonic() >= self.deadline:
+            raise WorkspaceToolError(
+                f"stopped after {self.timeout_s:g} s, the tool's time limit; "
+                "narrow the pattern, glob or path"
+            )
+
+
+_NEVER = StopFlag()  # for direct calls without a flag: never set, no deadline
+
+Work = Callable[[dict[str, JSONValue], WorkspaceLimits, StopFlag], dict[str, JSONValue]]
+
+
+async def run_stoppable(
+    name: str, work: Work, inputs: dict[str, JSONValue], limits: WorkspaceLimits, timeout_s: float
+) -> dict[str, JSONValue]:
+    """Run ``work`` in a thread of its own and await it without holding the event loop.
+
+    A cancel (the runner's timeout, ``run/cancel``) sets the worker's :class:`StopFlag`
+    and is re-raised at once; the worker ends at its next check. A thread of its own
+    rather than the loop's shared pool: a worker finishing its last line after a cancel
+    must not hold a pool slot that other tools wait for. The thread is named
+    ``cleveragents-<name>``.
+    """
+    loop = asyncio.get_running_loop()
+    future: asyncio.Future[dict[str, JSONValue]] = loop.create_future()
+    stop = StopFlag(timeout_s)
+    context = contextvars.copy_context()
+
+    def settle(result: dict[str, JSONValue] | None, error: BaseException | None) -> None:
+        if future.done():
+            return  # cancelled meanwhile: the result is dropped
+        if error is not None:
+            future.set_exception(error)
+        else:
+            future.set_result(result or {})
+
+    def target() -> None:
+        try:
+            result = context.run(work, inputs, limits, stop)
+        except Exception as exc:  # noqa: BLE001 - the thread's boundary: handed to the awaiting task
+            outcome: tuple[dict[str, JSONValue] | None, BaseException | None] = (None, exc)
+        else:
+            outcome = (result, None)
+        with contextlib.suppress(RuntimeError):  # the loop is already closed: nobody waits
+            loop.call_soon_threadsafe(settle, *outcome)
+
+    threading.Thread(target=target, name=f"cleveragents-{name}", daemon=True).start()
+    try:
+        return await future
+    except asyncio.CancelledError:
+        stop.event.set()
+        raise
+
+
+def _join_notes(*notes: str | None) -> str | None:
+    present = [note for note in notes if note]
+    return "; ".join(present) if present else None
+
+
 # --------------------------------------------------------------------------- file-list
 
 
-def file_list(inputs: dict[str, JSONValue], limits: WorkspaceLimits) -> dict[str, JSONValue]:
+def file_list(
+    inputs: dict[str, JSONValue], limits: WorkspaceLimits, stop: StopFlag = _NEVER
+) -> dict[str, JSONValue]:
     """List entries beneath ``path`` matching ``pattern``; directories end with ``/``."""
     root = sandbox_root(inputs)
     raw_pattern = inputs.get("pattern", "*")
@@ -336,43 +435,47 @@ def file_list(inputs: dict[str, JSONValue], limits: WorkspaceLimits) -> dict[str
     if not base.is_dir():
         raise WorkspaceToolError(f"path {shown_base} is not a directory")
     _check_literal_prefix(root, base, pattern, raw_pattern, "pattern")
-    glob = Glob.parse(pattern)
+    glob = Glob.parse(pattern, "pattern")
     walk = Walk(root, str(base), limits.max_walk_entries, glob.max_depth)
     entries: list[JSONValue] = []
     truncated = False
     for entry in walk:
+        stop.check()
         if glob.matches(entry.rel_base, entry.is_dir):
             if len(entries) >= limits.max_list_results:
                 truncated = True
                 break
             entries.append(entry.real + "/" if entry.is_dir else entry.real)
     output: dict[str, JSONValue] = {"entries": entries, "truncated": truncated or walk.exhausted}
+    cap_note = None
     if truncated:
-        output["note"] = (
+        cap_note = (
             f"only the first {limits.max_list_results} entries are shown; "
             "narrow the pattern or the path"
         )
     elif walk.exhausted:
-        output["note"] = (
+        cap_note = (
             f"the walk stopped after {limits.max_walk_entries} directory entries; "
             "narrow the pattern or the path"
         )
+    note = _join_notes(cap_note, walk.ignore.note())
+    if note is not None:
+        output["note"] = note
     return output
 
 
 # --------------------------------------------------------------------------- file-search
 
 
-def file_search(inputs: dict[str, JSONValue], limits: WorkspaceLimits) -> dict[str, JSONValue]:
-    """Search text files beneath ``path`` for a regex; one hit per matching line."""
+def file_search(
+    inputs: dict[str, JSONValue], limits: WorkspaceLimits, stop: StopFlag = _NEVER
+) -> dict[str, JSONValue]:
+    """Search text files beneath ``path`` for an RE2 regex; one hit per matching line."""
     root = sandbox_root(inputs)
     raw_regex = inputs.get("pattern")
     if not isinstance(raw_regex, str):
         raise WorkspaceToolError("pattern must be a string")
-    try:
-        regex = re.compile(raw_regex)
-    except re.error as exc:
-        raise WorkspaceToolError(f"pattern {show(raw_regex)} is not a valid regex: {exc}") from None
+    regex = compile_search(raw_regex)
     raw_glob = inputs.get("glob")
     glob: Glob | None = None
     glob_absolute = False
@@ -382,7 +485,7 @@ def file_search(inputs: dict[str, JSONValue], limits: WorkspaceLimits) -> dict[s
         glob_absolute = os.path.isabs(raw_glob)
         checked = check_pattern(root, raw_glob, what="glob")
         # A glob without '/' matches a file name at any depth (like ripgrep's --glob).
-        glob = Glob.parse(checked if "/" in checked else "**/" + checked)
+        glob = Glob.parse(checked if "/" in checked else "**/" + checked, "glob")
     base = _base_dir(root, inputs, glob_absolute)
     if raw_glob is not None and glob is not None and "/" in checked:
         _check_literal_prefix(root, base, checked, raw_glob, "glob")
@@ -399,9 +502,10 @@ def file_search(inputs: dict[str, JSONValue], limits: WorkspaceLimits) -> dict[s
     matches: list[JSONValue] = []
     truncated = False
     for entry in files:
+        stop.check()
         if entry.is_dir or (glob is not None and not glob.matches(entry.rel_base, False)):
             continue
-        for line_no, text in _grep(root, entry, regex, limits):
+        for line_no, text in _grep(root, entry, regex, limits, stop):
             if len(matches) >= limits.max_search_results:
                 truncated = True
                 break
@@ -410,22 +514,31 @@ def file_search(inputs: dict[str, JSONValue], limits: WorkspaceLimits) -> dict[s
             break
     exhausted = walk is not None and walk.exhausted
     output: dict[str, JSONValue] = {"matches": matches, "truncated": truncated or exhausted}
+    cap_note = None
     if truncated:
-        output["note"] = (
+        cap_note = (
             f"only the first {limits.max_search_results} matches are shown; "
             "narrow the pattern, glob or path"
         )
     elif exhausted:
-        output["note"] = (
+        cap_note = (
             f"the walk stopped after {limits.max_walk_entries} directory entries; "
             "narrow the glob or path"
         )
+    note = _join_notes(cap_note, walk.ignore.note() if walk is not None else None)
+    if note is not None:
+        output["note"] = note
     return output
 
 
 def _grep(
-    root: str, entry: Entry, regex: re.Pattern[str], limits: WorkspaceLimits
+    root: str, entry: Entry, regex: LineMatcher, limits: WorkspaceLimits, stop: StopFlag
 ) -> Iterator[tuple[int, str]]:
+    """Each matching line of ``entry``: its number and its text, cut to ``max_line_chars``.
+
+    Lines are matched as UTF-8 bytes (RE2 reads them as they are) and only hits are
+    decoded, invalid bytes replaced.
+    """
     shown = show(entry.rel_root)
     try:
         fd, info = open_regular(root, Path(entry.real), os.O_RDONLY, shown)
@@ -437,9 +550,14 @@ def _grep(
         data = handle.read(limits.max_search_file_bytes)
     if b"\x00" in data[:_BINARY_SNIFF_BYTES]:
         return
-    for index, line in enumerate(data.decode("utf-8", "replace").split("\n"), start=1):
+    cut = 4 * limits.max_line_chars + 4  # bytes that always decode to more than the cap
+    for index, line in enumerate(data.split(b"\n"), start=1):
+        if index % _LINES_PER_CHECK == 0 or len(line) > _LONG_LINE:
+            stop.check()
         if regex.search(line):
-            text = line.rstrip("\r")
+            text = line[:cut].decode("utf-8", "replace")
+            if len(line) <= cut:
+                text = text.rstrip("\r")
             if len(text) > limits.max_line_chars:
                 text = text[: limits.max_line_chars] + "…[line truncated]"
             yield index, text
@@ -458,6 +576,18 @@ def _schema(properties: dict[str, Any], required: list[str]) -> dict[str, JSONVa
         "required": required,
         "additionalProperties": False,
     }
+
+
+_WALK_TIMEOUT_S = 60.0  # file-list and file-search; their workers stop at it too
+
+
+def _stoppable(
+    name: str, work: Work, limits: WorkspaceLimits
+) -> Callable[[dict[str, JSONValue]], Awaitable[dict[str, JSONValue]]]:
+    async def handler(inputs: dict[str, JSONValue]) -> dict[str, JSONValue]:
+        return await run_stoppable(name, work, inputs, limits, _WALK_TIMEOUT_S)
+
+    return handler
 
 
 def file_tools(limits: WorkspaceLimits | None = None) -> list[ToolSpec]:
@@ -572,15 +702,16 @@ def file_tools(limits: WorkspaceLimits | None = None) -> list[ToolSpec]:
                 },
                 ["entries", "truncated"],
             ),
-            handler=lambda inputs: file_list(inputs, lim),
+            handler=_stoppable("file-list", file_list, lim),
             annotations=ToolAnnotations(read_only=True, idempotent=True),
-            timeout_s=60.0,
+            timeout_s=_WALK_TIMEOUT_S,
         ),
         ToolSpec(
             name="builtin/file-search",
             description=(
                 "Search UTF-8 text files beneath path (default: the sandbox root; may be "
-                "one file) for a Python regular expression, line by line. glob filters "
+                "one file) for a regular expression in RE2 syntax (no backreferences or "
+                "lookaround), line by line. glob filters "
                 "the files ('*.py' matches a file name at any depth; a glob with '/' "
                 "matches the path relative to path). Binary, symlinked and .gitignored "
                 "files are skipped. Returns one {path, line, text} per matching line, "
@@ -612,8 +743,8 @@ def file_tools(limits: WorkspaceLimits | None = None) -> list[ToolSpec]:
                 },
                 ["matches", "truncated"],
             ),
-            handler=lambda inputs: file_search(inputs, lim),
+            handler=_stoppable("file-search", file_search, lim),
             annotations=ToolAnnotations(read_only=True, idempotent=True),
-            timeout_s=60.0,
+            timeout_s=_WALK_TIMEOUT_S,
         ),
     ]
