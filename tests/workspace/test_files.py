@@ -2,17 +2,41 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
+import random
 import re
+import threading
 from pathlib import Path
+from typing import Any
 
 import pytest
 from workspace_kit import Caller, Sandbox, make_caller
 
-from cleveragents.tool import SandboxViolationError, ToolInputError
+from cleveragents.llm.scripted import ScriptedModel
+from cleveragents.tool import (
+    SandboxViolationError,
+    ToolActorContext,
+    ToolCallingRuntime,
+    ToolInputError,
+    ToolRegistry,
+    ToolRunner,
+)
 from cleveragents.workspace import WorkspaceLimits, WorkspaceToolError, builtin_tools
-from cleveragents.workspace._walk import GitIgnore, glob_to_regex
-from cleveragents.workspace.files import file_tools
+from cleveragents.workspace._patterns import (
+    UnsafeGlobError,
+    UnsupportedPatternError,
+    glob_to_regex,
+)
+from cleveragents.workspace._walk import GitIgnore
+from cleveragents.workspace.files import (
+    StopFlag,
+    _Stopped,
+    file_search,
+    file_tools,
+    run_stoppable,
+)
+from daemon.rawpeer import RawDaemon
 
 # ----------------------------------------------------------------------------- schemas
 
@@ -520,3 +544,161 @@ def test_absolute_paths_under_a_symlinked_root_as_given_are_accepted(tmp_path: P
     written = tools["builtin/file-write"].handler({**inputs, "content": "beta\n"})
     assert written["path"] == str(real.resolve() / "a.txt")  # type: ignore[index]
     assert (real / "a.txt").read_text() == "beta\n"
+
+
+# ----------------------------------------------------------------------------- hostile patterns
+# Inputs that froze the daemon when patterns ran on Python's backtracking re (issue 9).
+# A regression takes minutes; pytest's per-test timeout makes it a failure.
+
+TWELVE_STARS = "*a" * 11 + "*b"  # *a*a*a*a*a*a*a*a*a*a*a*b
+
+
+def test_search_with_a_nested_quantifier_on_a_long_line_of_as_finishes(
+    call: Caller, sandbox: Sandbox
+) -> None:
+    (sandbox.root / "as.txt").write_text(("a" * 34 + "!\n") * 50 + "a" * 34 + "\n")
+    assert call("builtin/file-search", pattern="(a+)+$", path="as.txt")["matches"] == [
+        {"path": sandbox.at("as.txt"), "line": 51, "text": "a" * 34}
+    ]
+
+
+@pytest.mark.parametrize(
+    ("pattern", "construct"),
+    [(r"(\w)\1", "backreference"), (r"foo(?=bar)", "lookahead"), (r"(?<!x)y", "lookbehind")],
+)
+def test_search_refuses_what_re2_cannot_run_naming_the_construct(
+    call: Caller, pattern: str, construct: str
+) -> None:
+    with pytest.raises(UnsupportedPatternError) as caught:
+        call("builtin/file-search", pattern=pattern)
+    assert construct in caught.value.message
+
+
+def test_a_refused_pattern_in_a_run_is_a_failed_record_naming_the_construct(
+    sandbox: Sandbox,
+) -> None:
+    registry = ToolRegistry()
+    for spec in file_tools():
+        registry.register(spec)
+    turns: list[dict[str, Any]] = [
+        {"toolCalls": [{"name": "builtin/file-search", "arguments": {"pattern": "(?=x)"}}]},
+        {"content": "done"},
+    ]
+    runtime = ToolCallingRuntime(
+        registry=registry, runner=ToolRunner(registry), llm_caller=ScriptedModel(turns)
+    )
+    context = ToolActorContext(sandbox_root=str(sandbox.root))
+    result = asyncio.run(asyncio.wait_for(runtime.arun_tool_loop("go", context), 30))
+    [record] = result.tool_call_history
+    assert record.success is False
+    assert record.error is not None
+    assert "lookahead" in record.error
+
+
+def test_list_with_a_twelve_star_pattern_against_forty_character_names_answers(
+    call: Caller, sandbox: Sandbox
+) -> None:
+    (sandbox.root / ("a" * 40)).write_text("")
+    (sandbox.root / ("a" * 39 + "b")).write_text("")
+    assert call("builtin/file-list", pattern=TWELVE_STARS)["entries"] == [
+        sandbox.at("a" * 39 + "b")
+    ]
+
+
+def test_search_with_a_twelve_star_glob_against_forty_character_names_answers(
+    call: Caller, sandbox: Sandbox
+) -> None:
+    (sandbox.root / "sub" / ("a" * 40)).write_text("hit\n")
+    (sandbox.root / "sub" / ("a" * 39 + "b")).write_text("hit\n")
+    hits = call("builtin/file-search", pattern="hit", glob=TWELVE_STARS)["matches"]
+    assert hits == [{"path": sandbox.at("sub/" + "a" * 39 + "b"), "line": 1, "text": "hit"}]
+
+
+def test_a_glob_too_long_to_match_safely_is_refused(call: Caller) -> None:
+    # Each segment within NAME_MAX, so the path checks let it through to the glob cap.
+    with pytest.raises(UnsafeGlobError, match="longer than"):
+        call("builtin/file-list", pattern="/".join(["*a" * 100] * 10))
+
+
+def test_a_hostile_gitignore_line_is_skipped_and_noted_and_a_plain_list_answers(
+    call: Caller, sandbox: Sandbox
+) -> None:
+    (sandbox.root / ".gitignore").write_text(f"*.log\n{'*a' * 600}b\n{TWELVE_STARS}\n")
+    (sandbox.root / "app.log").write_text("")
+    (sandbox.root / ("a" * 40)).write_text("")
+    (sandbox.root / ("a" * 39 + "b")).write_text("")
+    result = call("builtin/file-list")
+    assert result["entries"] == [
+        sandbox.at(".gitignore"),
+        sandbox.at("a" * 40),
+        sandbox.at("inside.txt"),
+        sandbox.at("sub/"),
+    ]
+    assert result["truncated"] is False
+    assert "'.gitignore' line 2" in result["note"]
+    searched = call("builtin/file-search", pattern="never-there")
+    assert "'.gitignore' line 2" in searched["note"]
+
+
+def test_list_and_search_have_async_handlers() -> None:
+    # Async, so the runner awaits them on the loop and a cancel reaches their worker.
+    specs = {spec.name: spec for spec in file_tools()}
+    assert specs["builtin/file-list"].is_async
+    assert specs["builtin/file-search"].is_async
+
+
+async def test_a_cancelled_search_stops_its_worker(sandbox: Sandbox) -> None:
+    for index in range(8):  # enough lines that the search outlives the cancel
+        (sandbox.root / f"big{index}.txt").write_bytes(b"a line without the word\n" * 150_000)
+    started = threading.Event()
+    workers: list[threading.Thread] = []
+    outcome: list[BaseException] = []
+
+    def work(inputs: dict[str, Any], limits: WorkspaceLimits, stop: StopFlag) -> dict[str, Any]:
+        workers.append(threading.current_thread())
+        started.set()
+        try:
+            return file_search(inputs, limits, stop)
+        except Exception as exc:
+            outcome.append(exc)
+            raise
+
+    inputs = {"pattern": "needle", "sandbox_root": str(sandbox.root), "resource_bindings": {}}
+    task = asyncio.ensure_future(
+        run_stoppable("file-search", work, inputs, WorkspaceLimits(), 60.0)
+    )
+    assert await asyncio.to_thread(started.wait, 10)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    [worker] = workers
+    assert worker.name == "cleveragents-file-search"
+    await asyncio.to_thread(worker.join, 20)
+    assert not worker.is_alive()
+    assert [type(exc) for exc in outcome] == [_Stopped]  # stopped by the flag, not finished
+
+
+async def test_the_daemon_answers_a_request_sent_while_a_search_runs(tmp_path: Path) -> None:
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    text = random.Random(0).choices(b"ab", k=1_500_000)
+    for index in range(2):  # RE2 needs its slower engine for this pattern: about 1 s a file
+        (workspace / f"ab{index}.txt").write_bytes(bytes(text))
+    pattern = "(?:[ab]*a[ab]{18}){3}c"
+    model = {"provider": "scripted", "script": [
+        {"toolCalls": [{"name": "builtin/file-search", "arguments": {"pattern": pattern}}]},
+        {"content": "done"},
+    ]}  # fmt: skip
+    daemon = await RawDaemon.start(workspace, tmp_path / "state", options={"model": model})
+    try:
+        daemon.send({"jsonrpc": "2.0", "id": 2, "method": "run/start",
+                     "params": {"prompt": "go", "runId": "r1"}})  # fmt: skip
+        while (await daemon.next(20)).get("method") != "run/toolCallStarted":
+            pass
+        listed = await daemon.call(3, "tools/list", {})
+        assert "result" in listed
+        assert not any(message.get("id") == 2 for message in daemon.messages)  # still searching
+        finished = await daemon.reply_to(2, timeout=50)
+        assert "result" in finished, finished
+    finally:
+        await daemon.kill()
