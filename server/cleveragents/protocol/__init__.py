@@ -9,7 +9,7 @@ generated from them.
 from . import _methods as methods
 from . import _types as wire
 from ._converter import ParamsError, camel, converter, dumps, structure, unstructure
-from ._framing import MAX_BODY, encode_frame, frame, read_body
+from ._framing import MAX_BODY, FrameReader, encode_frame, fits, frame, read_body
 from ._methods import BY_NAME, METHODS, PROTOCOL_VERSION, Method
 
 __all__ = [
@@ -17,12 +17,14 @@ __all__ = [
     "MAX_BODY",
     "METHODS",
     "PROTOCOL_VERSION",
+    "FrameReader",
     "Method",
     "ParamsError",
     "camel",
     "converter",
     "dumps",
     "encode_frame",
+    "fits",
     "frame",
     "methods",
     "read_body",
