@@ -214,7 +214,7 @@ class FrameReader:
         if length is None:
             # Restart one byte in: a Content-Length glued behind garbage on the same
             # line ("garbageContent-Length: 5") is the frame to recover.
-            return self._bad("no Content-Length", self._scan)
+            return self._bad("no Content-Length", 1)
         del buffer[: self._scan]
         self._reset_scan()
         return length
