@@ -143,15 +143,74 @@ async def test_cancelling_the_call_kills_the_command(sandbox: Sandbox, shell_mod
     assert wait_gone(processes_with(f"sleep {marker}")) == []
 
 
-async def test_secret_looking_variables_are_not_passed(
+LEAKY_VARIABLES = {
+    "MY_LLM_PAT": "pat-should-not-leak-1",  # any name a model spec's apiKeyEnv may give
+    "OPENAI_API_KEY": "sk-should-not-leak-2",
+    "HTTPS_PROXY": "http://user:should-not-leak-3@proxy.invalid:3128",
+    "DATABASE_URL": "postgres://app:should-not-leak-4@db.invalid/app",
+    "MYSQL_PWD": "should-not-leak-5",
+    "GITHUB_PAT": "should-not-leak-6",
+    "SENTRY_DSN": "https://should-not-leak-7@sentry.invalid/1",
+    "CLEVERAGENTS_VISIBLE": "should-not-leak-8",
+}
+SHELL_OWN = {"PWD", "OLDPWD", "SHLVL", "_"}  # set by /bin/sh itself
+
+
+def env_of(stdout: str) -> dict[str, str]:
+    return dict(line.split("=", 1) for line in stdout.splitlines() if "=" in line)
+
+
+async def test_the_environment_is_the_allow_list_and_nothing_else(
     sandbox: Sandbox, shell_mode: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("OPENAI_API_KEY", "sk-should-not-leak")
-    monkeypatch.setenv("GITHUB_TOKEN", "ghp-should-not-leak")
-    monkeypatch.setenv("CLEVERAGENTS_VISIBLE", "yes")
+    for name, value in LEAKY_VARIABLES.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setenv("LC_TIME", "C")
     result = await run(shell_tool(shell_mode, sandbox), sandbox, "env")
+    env = env_of(result["stdout"])
     assert "should-not-leak" not in result["stdout"]
-    assert "CLEVERAGENTS_VISIBLE=yes" in result["stdout"]
+    assert set(env) - SHELL_OWN <= {"PATH", "HOME", "LANG", "TERM", "TZ"} | {
+        n for n in env if n.startswith("LC_")
+    }
+    assert env["HOME"] == str(sandbox.root)
+    assert env["LC_TIME"] == "C"
+    assert env["PATH"]
+
+
+async def test_names_in_the_pass_through_list_reach_the_command(
+    sandbox: Sandbox, shell_mode: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name, value in LEAKY_VARIABLES.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.delenv("NOT_SET_ANYWHERE", raising=False)
+    tool = shell_tool(shell_mode, sandbox)
+    tool.set_pass_env(["DATABASE_URL", "NOT_SET_ANYWHERE", "HOME"])
+    env = env_of((await run(tool, sandbox, "env"))["stdout"])
+    assert env["DATABASE_URL"] == LEAKY_VARIABLES["DATABASE_URL"]
+    assert "NOT_SET_ANYWHERE" not in env
+    assert env["HOME"] == str(sandbox.root)  # HOME stays the sandbox root
+    assert not {"MY_LLM_PAT", "HTTPS_PROXY", "MYSQL_PWD"} & env.keys()
+
+
+@pytest.mark.parametrize("names", [["A=B"], ["LC_*"], ["X\0Y"], [""], "PATH"])
+def test_a_pass_through_entry_that_is_not_a_variable_name_is_refused(names: Any) -> None:
+    with pytest.raises(ValueError, match="name"):
+        ShellTool(bwrap=None).set_pass_env(names)
+    with pytest.raises(ValueError, match="name"):
+        ShellTool(bwrap=None, pass_env=names)
+
+
+@pytest.mark.parametrize("redirect", ["", " > /dev/null 2>&1"])
+async def test_a_background_job_does_not_outlive_a_command_that_exits(
+    sandbox: Sandbox, shell_mode: str, redirect: str
+) -> None:
+    # Holding stdout open (no redirect), the job used to keep the call waiting until the
+    # timeout; with its output redirected, it used to survive the call.
+    marker = f"53.{os.getpid()}{len(shell_mode)}{len(redirect)}"
+    tool = shell_tool(shell_mode, sandbox)
+    result = await run(tool, sandbox, f"sleep {marker}{redirect} & echo started", timeout_ms=25_000)
+    assert (result["stdout"], result["exit_code"]) == ("started\n", 0)
+    assert wait_gone(processes_with(f"sleep {marker}")) == []
 
 
 # --------------------------------------------------------------------------- unconfined
@@ -162,6 +221,31 @@ async def test_an_unconfined_run_says_so(sandbox: Sandbox) -> None:
     assert result["confined"] is False
     assert "NOT CONFINED" in result["note"]
     assert "disabled for this shell tool" in result["note"]
+    assert "its environment included" in result["note"]
+
+
+PROTECTED_CHILD = """
+import os, subprocess, sys
+from cleveragents.workspace.shell import protect_process
+os.environ["DAEMON_ONLY_SECRET"] = "daemon-secret-should-not-leak"
+print("applied" if protect_process() else "not-applied")
+done = subprocess.run(["/bin/sh", "-c", "cat /proc/$PPID/environ"], capture_output=True)
+print("leaked" if b"daemon-secret-should-not-leak" in done.stdout else "kept")
+"""
+
+
+def test_protect_process_hides_the_daemons_environment_from_its_commands() -> None:
+    import subprocess
+
+    if os.geteuid() == 0:
+        from cleveragents.workspace.shell import protect_process
+
+        assert protect_process() is False  # root reads every /proc entry anyway
+        pytest.skip("the non-dumpable flag does not stop root; run as a user to test it")
+    done = subprocess.run(
+        [sys.executable, "-c", PROTECTED_CHILD], capture_output=True, timeout=BOUND_S, check=True
+    )
+    assert done.stdout.decode().split() == ["applied", "kept"]
 
 
 async def test_the_environment_variable_turns_confinement_off(
@@ -282,6 +366,34 @@ async def test_a_confined_command_cannot_reach_a_unix_socket_outside_the_workspa
         result = await run(confined, sandbox, command)
     assert reachable["exit_code"] == 0, reachable["stderr"]
     assert result["exit_code"] != 0
+
+
+CONFINED_CHILD = """
+import asyncio, json, sys
+from cleveragents.workspace import ShellTool
+tool = ShellTool()
+command = "env; for f in /proc/$PPID/environ /proc/1/environ; do tr '\\\\0' '\\\\n' < $f; done"
+inputs = {"command": command, "sandbox_root": sys.argv[1], "resource_bindings": {}}
+print(json.dumps(asyncio.run(tool(inputs))))
+"""
+
+
+def test_keys_in_the_daemons_own_environment_stay_out_of_a_confined_shell(
+    sandbox: Sandbox, confined: ShellTool
+) -> None:
+    import json
+    import subprocess
+
+    # A real process environment (monkeypatch changes os.environ, not /proc/self/environ).
+    env = {**os.environ, **LEAKY_VARIABLES}
+    done = subprocess.run(
+        [sys.executable, "-c", CONFINED_CHILD, str(sandbox.root)],
+        env=env, capture_output=True, timeout=BOUND_S, check=True,
+    )  # fmt: skip
+    result = json.loads(done.stdout)
+    assert result["confined"] is True
+    assert f"HOME={sandbox.root}" in result["stdout"]
+    assert "should-not-leak" not in result["stdout"] + result["stderr"]
 
 
 def test_run_and_its_unix_sockets_are_hidden_by_default() -> None:

@@ -19,11 +19,19 @@ then runs unconfined. An unconfined command's output says so (``confined: false`
 ``note`` giving the reason); profiles that require confinement refuse it beforehand
 (:mod:`cleveragents.workspace.profiles`, via ``spec.metadata["confinement"]``).
 
-In both modes: the working directory is the sandbox root, stdin is empty, the
-environment is the daemon's minus variables whose names look secret (``*KEY*``,
-``*TOKEN*``, ``*SECRET*``, ``*PASSW*``, ``*CREDENTIAL*``, ``*AUTH*``...), the timeout
-kills the whole process group, and each of stdout/stderr is capped (head and tail kept,
-the middle replaced by a marker).
+In both modes: the working directory is the sandbox root, stdin is empty, and each of
+stdout/stderr is capped (head and tail kept, the middle replaced by a marker). The
+command's whole process group is killed when the command ends, whether it timed out, was
+cancelled or exited normally, so a background job (``sleep 1000 &``) does not outlive it.
+
+The environment is built from nothing by allow-list (:func:`default_env`): ``PATH``,
+``HOME`` (the sandbox root), ``LANG``, ``LC_*``, ``TERM`` and ``TZ``, plus the names in
+:attr:`ShellTool.pass_env` (the daemon sets them from ``initializationOptions.shellEnv``).
+Nothing else is inherited, so a key named by a model spec's ``apiKeyEnv``, a proxy URL
+with a password or a ``DATABASE_URL`` never reaches a command unless the user names it.
+That holds for the command's environment only: an *unconfined* command can still read
+whatever the daemon can (its files, and ``/proc/<daemon>/environ`` unless
+:func:`protect_process` made the daemon non-dumpable), and its record's ``note`` says so.
 
 This module knows nothing of profiles or the runner.
 """
@@ -32,11 +40,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ctypes
 import os
 import re
 import shutil
 import signal
 import subprocess
+import sys
 import threading
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -68,8 +78,16 @@ DEFAULT_HIDDEN_PATHS: tuple[str, ...] = (
 stop a ``connect()`` to a socket file (Docker's, D-Bus's, a database's), even on a
 read-only mount."""
 
-SECRET_ENV_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSW|CREDENTIAL|AUTH|COOKIE", re.IGNORECASE)
-"""Environment variables whose names match are not passed to commands."""
+BASE_ENV_NAMES: tuple[str, ...] = ("PATH", "LANG", "TERM", "TZ")
+"""Passed through from the daemon's environment when set (with every ``LC_*``)."""
+
+DEFAULT_PATH = "/usr/local/bin:/usr/bin:/bin"
+"""``PATH`` for commands when the daemon has none."""
+
+ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+"""What a pass-through name must look like (no ``=``, no NUL, no wildcard)."""
+
+_PR_SET_DUMPABLE = 4
 
 _PROBE_TIMEOUT_S = 10.0
 _KILL_GRACE_S = 2.0
@@ -93,37 +111,124 @@ class _Captured:
     truncated: bool
 
 
-async def _drain(stream: asyncio.StreamReader | None, cap: int) -> _Captured:
-    """Read a stream to EOF, keeping its first and last bytes within ``cap``."""
-    if stream is None:
-        return _Captured("", 0, False)
-    first = bytearray()
-    tail = bytearray()
-    half = cap // 2
-    total = 0
-    while chunk := await stream.read(_CHUNK):
-        total += len(chunk)
-        room = cap - len(first)
+class _Capture:
+    """One stream's first ``cap`` bytes and last ``cap // 2``; readable at any time, so a
+    drain cut off (timeout, a pipe held open) still gives what it read."""
+
+    __slots__ = ("cap", "first", "tail", "total")
+
+    def __init__(self, cap: int) -> None:
+        self.cap = cap
+        self.first = bytearray()
+        self.tail = bytearray()
+        self.total = 0
+
+    def feed(self, chunk: bytes) -> None:
+        self.total += len(chunk)
+        room = self.cap - len(self.first)
         if room > 0:
-            first += chunk[:room]
+            self.first += chunk[:room]
             chunk = chunk[room:]
         if chunk:
-            tail += chunk
-            if len(tail) > half:
-                del tail[: len(tail) - half]
-    if total <= cap:
-        return _Captured(first.decode("utf-8", "replace"), total, False)
-    whole = first + tail if total - cap <= half else None
-    head = first[: cap - half]
-    last = whole[-half:] if whole is not None and half else tail
-    marker = f"\n[... {total - cap} bytes omitted: output over {cap} bytes ...]\n"
-    text = head.decode("utf-8", "replace") + marker + bytes(last).decode("utf-8", "replace")
-    return _Captured(text, total, True)
+            self.tail += chunk
+            half = self.cap // 2
+            if len(self.tail) > half:
+                del self.tail[: len(self.tail) - half]
+
+    def result(self) -> _Captured:
+        cap, first, tail, total = self.cap, self.first, self.tail, self.total
+        if total <= cap:
+            return _Captured(first.decode("utf-8", "replace"), total, False)
+        half = cap // 2
+        whole = first + tail if total - cap <= half else None
+        head = first[: cap - half]
+        last = whole[-half:] if whole is not None and half else tail
+        marker = f"\n[... {total - cap} bytes omitted: output over {cap} bytes ...]\n"
+        text = head.decode("utf-8", "replace") + marker + bytes(last).decode("utf-8", "replace")
+        return _Captured(text, total, True)
 
 
-def default_env() -> dict[str, str]:
-    """The daemon's environment minus variables whose names look like secrets."""
-    return {k: v for k, v in os.environ.items() if not SECRET_ENV_NAME.search(k)}
+async def _drain(stream: asyncio.StreamReader | None, capture: _Capture) -> None:
+    """Read a stream to EOF into ``capture``."""
+    if stream is None:
+        return
+    while chunk := await stream.read(_CHUNK):
+        capture.feed(chunk)
+
+
+async def _exited(proc: asyncio.subprocess.Process) -> None:
+    """Return once the process has exited, whoever still holds its pipes.
+
+    ``Process.wait()`` also waits for stdout and stderr to close, so a background job
+    holding them (``sleep 1000 &``) would keep a finished command "running" until its
+    timeout. A pidfd becomes readable at the exit itself. Without pidfds (not Linux, an
+    old kernel) this falls back to ``wait()``, and such a command runs to its timeout.
+    """
+    try:
+        fd = os.pidfd_open(proc.pid)
+    except ProcessLookupError:
+        return  # already exited and reaped
+    except (AttributeError, OSError):
+        await proc.wait()
+        return
+    loop = asyncio.get_running_loop()
+    ready: asyncio.Future[None] = loop.create_future()
+
+    def readable() -> None:
+        if not ready.done():
+            ready.set_result(None)
+
+    loop.add_reader(fd, readable)
+    try:
+        await ready
+    finally:
+        loop.remove_reader(fd)
+        os.close(fd)
+
+
+def check_env_names(names: Sequence[str]) -> tuple[str, ...]:
+    """``names`` as a tuple, or ``ValueError`` naming the first one that is not a variable
+    name (``shellEnv`` lists names, never ``NAME=value`` pairs or patterns)."""
+    if isinstance(names, str):
+        raise ValueError("the pass-through list must be a list of names, not one string")
+    for name in names:
+        if not isinstance(name, str) or not ENV_NAME.fullmatch(name):
+            raise ValueError(f"{name!r} is not an environment variable name")
+    return tuple(names)
+
+
+def default_env(home: str, pass_env: Sequence[str] = ()) -> dict[str, str]:
+    """A command's environment: the allow-list, ``HOME=home``, then ``pass_env``.
+
+    Built from nothing, not by removing what looks secret: a filter by name let through
+    ``HTTPS_PROXY=http://user:pw@...``, ``DATABASE_URL`` and any key named freely by a
+    model spec's ``apiKeyEnv``. ``HOME`` is always ``home``, even if listed in ``pass_env``.
+    """
+    source = os.environ
+    env = {name: source[name] for name in BASE_ENV_NAMES if name in source}
+    env.update({k: v for k, v in source.items() if k.startswith("LC_")})
+    env.setdefault("PATH", DEFAULT_PATH)
+    env.update({name: source[name] for name in pass_env if name in source})
+    env["HOME"] = home
+    return env
+
+
+def protect_process() -> bool:
+    """Make this process non-dumpable, so its children cannot read its ``/proc`` entries.
+
+    ``prctl(PR_SET_DUMPABLE, 0)`` makes ``/proc/<pid>/environ``, ``mem``, ``fd/`` and the
+    like owned by root, and refuses ``ptrace`` from the same user: an unconfined command
+    then cannot read the daemon's keys from its environment. Children get their own
+    dumpable flag back at ``execve``, so they work as usual. A no-op (``False``) off
+    Linux and for root, whom the flag does not stop. Returns whether it was applied.
+    """
+    if not sys.platform.startswith("linux") or os.geteuid() == 0:
+        return False
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        return int(libc.prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0)) == 0
+    except (OSError, AttributeError):
+        return False
 
 
 class ShellTool:
@@ -133,7 +238,10 @@ class ShellTool:
     otherwise looks ``bwrap`` up on ``PATH``; ``bwrap=None`` never confines; any other
     string is the bwrap executable to use. ``hidden_paths`` are masked by tmpfs inside the
     sandbox, ``extra_ro_paths`` are bound read-only on top (for example a toolchain under
-    ``$HOME``). ``env`` replaces the default scrubbed environment.
+    ``$HOME``). ``pass_env`` names the daemon's variables that commands also receive, on
+    top of the allow-list (see :func:`default_env`); the daemon sets it from
+    ``initializationOptions.shellEnv`` through :meth:`set_pass_env`. ``env``, when given,
+    is the whole environment instead (tests, embedders), with no allow-list applied.
     """
 
     def __init__(
@@ -144,15 +252,22 @@ class ShellTool:
         hidden_paths: Sequence[str] = DEFAULT_HIDDEN_PATHS,
         extra_ro_paths: Sequence[str] = (),
         env: Mapping[str, str] | None = None,
+        pass_env: Sequence[str] = (),
     ) -> None:
         self.limits = limits or WorkspaceLimits()
         self._bwrap_choice = bwrap
         self.hidden_paths = tuple(hidden_paths)
         self.extra_ro_paths = tuple(extra_ro_paths)
         self._env = dict(env) if env is not None else None
+        self.pass_env: tuple[str, ...] = check_env_names(pass_env)
         self._lock = threading.Lock()
         self._confinement: Confinement | None = None
         self._userns = True
+
+    def set_pass_env(self, names: Sequence[str]) -> None:
+        """Replace the pass-through list (``ValueError`` for a name that is not one);
+        later commands see it."""
+        self.pass_env = check_env_names(names)
 
     # ------------------------------------------------------------------ confinement
 
@@ -262,7 +377,7 @@ class ShellTool:
             argv = self.bwrap_argv(confinement.bwrap, root, command)
         else:
             argv = ["/bin/sh", "-c", command]
-        env = self._env if self._env is not None else default_env()
+        env = self._env if self._env is not None else default_env(root, self.pass_env)
         spawn = asyncio.ensure_future(
             asyncio.create_subprocess_exec(
                 *argv,
@@ -283,29 +398,39 @@ class ShellTool:
             await _terminate(proc, {asyncio.ensure_future(proc.wait())})
             raise
         cap = self.limits.max_shell_output_bytes
-        out_task = asyncio.ensure_future(_drain(proc.stdout, cap))
-        err_task = asyncio.ensure_future(_drain(proc.stderr, cap))
+        out_cap, err_cap = _Capture(cap), _Capture(cap)
+        out_task = asyncio.ensure_future(_drain(proc.stdout, out_cap))
+        err_task = asyncio.ensure_future(_drain(proc.stderr, err_cap))
         wait_task = asyncio.ensure_future(proc.wait())
-        tasks: set[asyncio.Future[Any]] = {out_task, err_task, wait_task}
+        exit_task = asyncio.ensure_future(_exited(proc))
+        tasks: set[asyncio.Future[Any]] = {out_task, err_task, wait_task, exit_task}
         try:
-            _done, pending = await asyncio.wait(tasks, timeout=timeout_ms / 1000)
+            await asyncio.wait({exit_task}, timeout=timeout_ms / 1000)
         except asyncio.CancelledError:
             await _terminate(proc, tasks)
             raise
-        if pending:
+        if not exit_task.done():
             await _terminate(proc, tasks)
             raise WorkspaceToolError(
                 f"command timed out after {timeout_ms} ms and was killed"
-                + _partial(out_task, "stdout")
-                + _partial(err_task, "stderr")
+                + _partial(out_cap, "stdout")
+                + _partial(err_cap, "stderr")
             )
-        out, err = out_task.result(), err_task.result()
-        code = wait_task.result()
+        # The command is over: whatever it left running in its group goes with it.
+        await _terminate(proc, tasks)
+        out, err = out_cap.result(), err_cap.result()
+        code = proc.returncode if proc.returncode is not None else -signal.SIGKILL
         notes = []
+        if not (out_task.done() and err_task.done()):
+            notes.append(
+                "a process that left the command's process group kept its output open; "
+                f"the output was cut {_KILL_GRACE_S:g} s after the command ended"
+            )
         if not confinement.confined:
             notes.append(
                 f"NOT CONFINED: {confinement.reason}; the command ran with the daemon's "
-                "own access to the filesystem and the network"
+                "own access to the filesystem and the network, and could read whatever "
+                "the daemon can, its environment included"
             )
         if out.truncated or err.truncated:
             notes.append(f"output over {cap} bytes per stream was cut in the middle")
@@ -371,6 +496,9 @@ def _kill_group(proc: asyncio.subprocess.Process) -> None:
 async def _terminate(proc: asyncio.subprocess.Process, tasks: set[asyncio.Future[Any]]) -> None:
     """Kill the command's process group and collect what it wrote, within a grace period.
 
+    Called whenever a command ends (exit, timeout or cancel), so no background job of an
+    unconfined command outlives it.
+
     The group is signalled again once the leader is dead or the grace period is over: a
     defence against a child forked while the first signal was delivered. A process that
     left the group (``setsid``) escapes both when unconfined; under bwrap the PID
@@ -386,10 +514,8 @@ async def _terminate(proc: asyncio.subprocess.Process, tasks: set[asyncio.Future
                 task.cancel()
 
 
-def _partial(task: asyncio.Future[_Captured], name: str) -> str:
-    if not task.done() or task.cancelled():
-        return ""
-    text = task.result().text
+def _partial(capture: _Capture, name: str) -> str:
+    text = capture.result().text
     if not text:
         return ""
     return f"\n{name} (last 2000 characters):\n{text[-2000:]}"
