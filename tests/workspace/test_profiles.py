@@ -267,3 +267,18 @@ def test_full_auto_allows_an_unconfined_shell() -> None:
 def test_an_unknown_profile_name_fails_at_construction() -> None:
     with pytest.raises(ProfileError):
         ProfilePolicy("nope")
+
+
+def test_a_tool_both_read_only_and_destructive_gets_the_write_decision() -> None:
+    from cleveragents.tool import ToolActorContext, ToolAnnotations, ToolSpec
+    from cleveragents.tool._policy import PermissionQuery
+
+    spec = ToolSpec(
+        name="client.wipe", description="", input_schema={"type": "object"},
+        handler=lambda inputs: None,
+        annotations=ToolAnnotations(read_only=True, destructive=True),
+    )  # fmt: skip
+    query = PermissionQuery(spec, {}, "c1", 0, ToolActorContext())
+    refusal = ProfilePolicy("review").authorize(query)
+    assert isinstance(refusal, str)
+    assert "denies write tools" in refusal

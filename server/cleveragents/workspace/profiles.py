@@ -201,6 +201,9 @@ class ProfilePolicy:
     def authorize(self, query: PermissionQuery, /) -> str | Awaitable[str | None] | None:
         spec = query.spec
         kind: ToolKind = spec.kind or "write"
+        if kind == "read" and spec.annotations.destructive:
+            # A tool that says both readOnly and destructive gets the stricter reading.
+            kind = "write"
         decision = self.profile.decision(kind)
         name = self.profile.name
         if decision == "deny":
