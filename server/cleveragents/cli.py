@@ -33,6 +33,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     serve = sub.add_parser("serve", help="run the daemon (JSON-RPC with LSP framing on stdio)")
     serve.add_argument("--tcp", type=_tcp, metavar="HOST:PORT", help="listen on TCP instead")
+    serve.add_argument(
+        "--token-file", type=Path, metavar="PATH",
+        help="--tcp access token (created 0600 if missing; default $CLEVERAGENTS_TOKEN, "
+        "else STATE_DIR/tcp-token)",
+    )  # fmt: skip
     serve.add_argument("--state-dir", type=Path, help="where transcripts go")
     serve.add_argument("--model", help="default model spec, e.g. scripted:turns.json")
     serve.add_argument("--profile", help="default automation profile (default: supervised)")
@@ -73,7 +78,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         from .daemon import configure_logging, serve
 
         configure_logging(args.log_level.upper())
-        code: int = serve(args.state_dir, args.tcp, args.model, args.profile)
+        code: int = serve(
+            args.state_dir, args.tcp, args.model, args.profile, token_file=args.token_file
+        )
         return code
     if args.command == "demo":
         from .client.demo import run_demo

@@ -15,10 +15,15 @@ from typing import Any
 
 from lsprotocol import types as lsp
 from pygls.exceptions import JsonRpcException
+from pygls.protocol import (
+    JsonRPCNotification,
+    JsonRPCRequestMessage,
+    JsonRPCResponseMessage,
+    default_converter,
+)
 from pytest_lsp import LanguageClient
 from pytest_lsp.client import register_lsp_features
 
-from cleveragents.daemon._server import _converter
 from cleveragents.protocol import methods as m
 
 RUN_EVENTS = (m.RUN_STARTED, m.RUN_MESSAGE_DELTA, m.RUN_TOOL_CALL_STARTED, m.RUN_TOOL_CALL,
@@ -84,6 +89,19 @@ class Session:
             if predicate(method, params):
                 event.set()
                 self._waiters.remove((predicate, event))
+
+
+def _plain_params(obj: dict[str, Any], cls: type[Any]) -> Any:
+    return cls(**obj)  # keep params (and results) as the plain JSON the daemon sent
+
+
+def _converter() -> Any:
+    """pytest-lsp's converter, but custom methods' params stay plain dicts (pygls would
+    make namedtuples of them)."""
+    converter = default_converter()  # type: ignore[no-untyped-call]
+    for cls in (JsonRPCRequestMessage, JsonRPCNotification, JsonRPCResponseMessage):
+        converter.register_structure_hook(cls, _plain_params)
+    return converter
 
 
 def make_client() -> LanguageClient:

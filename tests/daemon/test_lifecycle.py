@@ -99,61 +99,9 @@ async def test_a_torn_last_line_is_skipped_when_reading_back(tmp_path: Path) -> 
     try:
         reply = await daemon.call(2, "run/get", {"runId": "torn"})
         assert reply["result"]["status"] == "failed"
-        assert reply["result"]["error"]["message"] == "the daemon stopped before the run finished"
+        assert reply["result"]["error"]["code"] == -32028  # RunInterruptedError
     finally:
         await daemon.kill()
-
-
-async def test_the_daemon_serves_one_client_over_tcp(tmp_path: Path) -> None:
-    import asyncio
-    import socket
-    import sys
-
-    from cleveragents.client._connection import frame, read_frame
-
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    (tmp_path / "ws").mkdir()
-    process = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "cleveragents", "serve", "--tcp", f"127.0.0.1:{port}",
-        "--state-dir", str(tmp_path / "state"), stderr=asyncio.subprocess.PIPE,
-    )  # fmt: skip
-    try:
-        async with asyncio.timeout(10):
-            while True:  # wait for the listener (bounded by the timeout above)
-                try:
-                    reader, writer = await asyncio.open_connection("127.0.0.1", port)
-                    break
-                except ConnectionRefusedError:
-                    await asyncio.sleep(0.05)
-            writer.write(frame({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-                "processId": None, "rootUri": (tmp_path / "ws").as_uri(), "capabilities": {}}}))  # fmt: skip
-            reply = await read_frame(reader)
-            assert reply is not None
-            assert (
-                reply["result"]["capabilities"]["experimental"]["cleveragents"]["protocolVersion"]
-                == 1
-            )
-            assert "textDocumentSync" not in reply["result"]["capabilities"]
-            # A second client is turned away and cannot take the first one's replies.
-            second_reader, second_writer = await asyncio.open_connection("127.0.0.1", port)
-            assert await second_reader.read() == b""
-            second_writer.close()
-            writer.write(frame({"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {}}))
-            listed = await read_frame(reader)
-            assert listed is not None
-            assert listed["id"] == 2
-            writer.write(frame({"jsonrpc": "2.0", "id": 3, "method": "shutdown"}))
-            await read_frame(reader)
-            writer.write(frame({"jsonrpc": "2.0", "method": "exit"}))
-            assert await process.wait() == 0
-            writer.close()
-            await writer.wait_closed()
-    finally:
-        if process.returncode is None:
-            process.kill()
-            await process.wait()
 
 
 async def test_shutdown_mid_run_answers_the_run_with_its_result_first(tmp_path: Path) -> None:

@@ -25,10 +25,13 @@ class FakePeer:
         future.set_result({"output": params["arguments"]})
         return "id", future
 
-    def cancel_request(self, msg_id: str) -> None:
+    def cancel_request(self, msg_id: str, extra: dict[str, Any] | None = None) -> None:
         pass
 
     def progress(self, token: str | int, kind: str, message: str, percentage: int | None) -> None:
+        pass
+
+    async def pace(self) -> None:
         pass
 
 
@@ -46,9 +49,9 @@ async def test_a_hundred_concurrent_runs_deliver_everything_and_are_released(
     async def one(i: int) -> wire.RunResult:
         params = wire.RunParams(f"run {i}", run_id=f"r{i}",
                                 model={"provider": "scripted", "script": script})  # fmt: skip
-        run, runtime, context, history, limit = await manager.prepare(params, [str(tmp_path)])
-        refs.append(weakref.ref(run))
-        return await manager.run(run, runtime, context, history, limit)
+        prepared = await manager.prepare(params, [str(tmp_path)])
+        refs.append(weakref.ref(prepared.run))
+        return await manager.run(prepared)
 
     async with asyncio.timeout(30):
         results = await asyncio.gather(*(one(i) for i in range(100)))

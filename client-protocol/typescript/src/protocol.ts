@@ -192,6 +192,7 @@ export interface RunResult {
   durationMs: number;
   error?: RunError;
   usage?: UsageWire;
+  omittedRecords?: number;
 }
 
 /** Params of `run/started`. */

@@ -1,6 +1,7 @@
-"""The connection seen from the run manager: notify, request, cancel a request, progress.
+"""The connection seen from the run manager: notify, request, cancel a request, progress,
+and pace (backpressure).
 
-The pygls server implements it; the run manager never imports pygls.
+The dispatcher implements it; the run manager never sees JSON-RPC framing.
 """
 
 from __future__ import annotations
@@ -23,13 +24,51 @@ class Peer(Protocol):
         """Send a notification whose params are already JSON text."""
         ...
 
-    def request(self, method: str, params: dict[str, Any]) -> tuple[str, asyncio.Future[Any]]:
+    def request(self, method: str, params: Any) -> tuple[str, asyncio.Future[Any]]:
         """Send a request; returns its id and a future for the result (or a
         ``PeerRequestError``)."""
         ...
 
-    def cancel_request(self, msg_id: str) -> None: ...
+    def cancel_request(self, msg_id: str, extra: dict[str, Any] | None = None) -> None:
+        """Send ``$/cancelRequest`` for one of our requests; ``extra`` adds fields beside
+        ``id`` (``runId`` and ``callId`` for ``tools/call``)."""
+        ...
 
     def progress(self, token: str | int, kind: str, message: str, percentage: int | None) -> None:
         """Work-done progress: ``kind`` is begin, report or end."""
         ...
+
+    async def pace(self) -> None:
+        """Wait while the client is not reading what was already sent."""
+        ...
+
+
+class CurrentPeer:
+    """The peer of whichever connection is the daemon's client now (TCP connections come
+    and go before one authenticates); before any, requests fail and output is dropped."""
+
+    def __init__(self) -> None:
+        self.target: Peer | None = None
+
+    def notify_json(self, method: str, params_text: str) -> None:
+        if self.target is not None:
+            self.target.notify_json(method, params_text)
+
+    def request(self, method: str, params: Any) -> tuple[str, asyncio.Future[Any]]:
+        if self.target is not None:
+            return self.target.request(method, params)
+        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        future.set_exception(PeerRequestError(-32603, "no client is connected"))
+        return "", future
+
+    def cancel_request(self, msg_id: str, extra: dict[str, Any] | None = None) -> None:
+        if self.target is not None:
+            self.target.cancel_request(msg_id, extra)
+
+    def progress(self, token: str | int, kind: str, message: str, percentage: int | None) -> None:
+        if self.target is not None:
+            self.target.progress(token, kind, message, percentage)
+
+    async def pace(self) -> None:
+        if self.target is not None:
+            await self.target.pace()

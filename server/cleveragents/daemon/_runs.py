@@ -1,9 +1,15 @@
-"""Runs of the daemon: start, stream, cancel, list, get, and client-registered tools.
+"""Runs of the daemon, their whole lifecycle, and client-registered tools.
 
-``RunManager`` is the daemon's one stateful object. For each run it builds a core
-``ToolCallingRuntime`` over a registry layer (shared tools + the run's own), an event sink
-that turns loop events into numbered notifications and transcript lines, and a cancel
-token. It knows the wire types but not pygls: the connection is a ``Peer``.
+``RunManager`` is the daemon's one stateful object: it starts runs (checking everything
+that can fail before a run exists), drives each to its end, cancels them (``run/cancel``,
+``$/cancelRequest`` of their ``run/start``, the progress cancel button, signals, the end
+of the connection), feeds the editor's ``llm/delta`` to the run that asked, lists them and
+reads them back. For each run it builds a core ``ToolCallingRuntime`` over a registry
+layer (shared tools + the run's own), an event sink that turns loop events into numbered
+notifications and transcript lines, an output cap, and a cancel token.
+
+It knows the wire types but not JSON-RPC: the connection is a ``Peer``. Notification
+payloads and results are wire classes, turned into JSON by one unstructure step.
 """
 
 from __future__ import annotations
@@ -13,7 +19,7 @@ import contextvars
 import logging
 import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -21,7 +27,7 @@ from typing import Any
 import attrs
 
 from ..llm.spec import ModelSpec, create_caller, resolve_model_spec
-from ..protocol import ParamsError, dumps, unstructure, wire
+from ..protocol import MAX_BODY, ParamsError, dumps, unstructure, wire
 from ..protocol import methods as m
 from ..tool import (
     CancelToken,
@@ -30,11 +36,13 @@ from ..tool import (
     DuplicateToolError,
     IterationSummary,
     LLMCaller,
+    LLMRequest,
+    LLMResponse,
     Message,
-    ModelProviderError,
     RunNotFoundError,
     RunStateError,
     SandboxViolationError,
+    StateDirError,
     ToolActorContext,
     ToolAnnotations,
     ToolCall,
@@ -51,14 +59,17 @@ from ..tool import (
     current_tool_call,
 )
 from ..tool._runner import output_text
+from ..tool._spec import is_async_callable
 from ._client_model import ClientModel
+from ._outputs import DEFAULT_MAX_TOOL_OUTPUT_BYTES, OutputCap
 from ._peer import Peer, PeerRequestError
-from ._transcripts import META, RUN_ID_PATTERN, Transcript, TranscriptStore
+from ._transcripts import META, PROMPT_SUMMARY_MAX, Transcript, TranscriptStore, valid_run_id
 
 logger = logging.getLogger(__name__)
 
 DEFAULT_CLIENT_TOOL_TIMEOUT_S = 120.0
 RESERVED_PREFIXES = ("builtin/", "mcp:")
+CANCELLED = -32800
 
 _current_run_id: contextvars.ContextVar[str] = contextvars.ContextVar("cleveragents_run_id")
 """The run whose task is running: how a shared client tool knows which run called it."""
@@ -70,6 +81,10 @@ default); raises ``ProfileError`` for an unknown profile."""
 
 class ClientToolError(ToolError):
     """A client tool answered with an error, ``isError``, or a malformed reply."""
+
+
+def _reserved(name: str) -> bool:
+    return name.lower().startswith(RESERVED_PREFIXES)
 
 
 @attrs.define(eq=False)
@@ -89,22 +104,47 @@ class Run:
     iterations: int = 0
     tool_call_count: int = 0
     started_at: str = ""
+    started: float = 0.0
     work_done_token: str | int | None = None
     task: asyncio.Task[wire.RunResult] | None = None
     on_llm_delta: Callable[[int, str], None] | None = None
 
-    def emit(self, method: str, payload: dict[str, Any]) -> None:
+    def emit(self, method: str, notification: Any) -> None:
         """Send one numbered notification and log it; nothing after ``run/finished``.
 
-        The params are serialised once, for the wire and the transcript alike."""
+        ``notification`` is the method's wire class; its ``seq`` is set here. The params
+        are serialised once, for the wire and the transcript alike."""
         if self.finished:
             return
         self.seq += 1
-        text = dumps({"runId": self.run_id, "seq": self.seq, **payload})
+        notification.seq = self.seq
+        text = _encode(unstructure(notification))
+        if method == m.RUN_FINISHED and len(text) > _FRAME_ROOM // 4:
+            text = _fit(notification, text)
         self.transcript.append_raw(method, text)
         self.peer.notify_json(method, text)
         if method == m.RUN_FINISHED:
             self.finished = True
+
+
+def _encode(payload: Any) -> str:
+    """JSON text of a payload; a non-finite number (which only a model's arguments can
+    still hold here: tool outputs are checked by the output cap) becomes null."""
+    try:
+        return dumps(payload)
+    except ValueError:
+        logger.warning("replaced a non-finite number with null in a notification")
+        return dumps(_finite(payload))
+
+
+def _finite(value: Any) -> Any:
+    if isinstance(value, float) and (value != value or value in (float("inf"), float("-inf"))):
+        return None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_finite(v) for v in value]
+    return value
 
 
 class RunSink:
@@ -119,42 +159,71 @@ class RunSink:
 
     def on_message_delta(self, iteration: int, text: str) -> None:
         if text:
-            self.run.emit(m.RUN_MESSAGE_DELTA, {"iteration": iteration, "text": text})
+            run = self.run
+            delta = wire.MessageDeltaNotification(run.run_id, 0, iteration, text)
+            run.emit(m.RUN_MESSAGE_DELTA, delta)
 
     def on_tool_call_started(self, iteration: int, call: ToolCall) -> None:
-        self.run.emit(
+        run = self.run
+        run.emit(
             m.RUN_TOOL_CALL_STARTED,
-            {"iteration": iteration, "callId": call.id, "toolName": call.name,
-             "inputs": call.arguments},
-        )  # fmt: skip
+            wire.ToolCallStartedNotification(
+                run.run_id,
+                0,
+                iteration,
+                call.id,
+                call.name,
+                call.arguments,
+            ),
+        )
 
     def on_tool_call(self, record: ToolCallRecord) -> None:
-        self.run.tool_call_count += 1
-        self.run.emit(m.RUN_TOOL_CALL, {"record": unstructure(record)})
+        run = self.run
+        run.tool_call_count += 1
+        run.emit(m.RUN_TOOL_CALL, wire.ToolCallNotification(run.run_id, 0, record))
 
     def on_iteration(self, summary: IterationSummary) -> None:
-        payload: dict[str, Any] = {
-            "iteration": summary.iteration,
-            "content": summary.content,
-            "toolCallCount": summary.tool_call_count,
-            "durationMs": summary.duration_ms,
-        }
-        if summary.usage is not None:
-            payload["usage"] = _usage(summary.usage)
-        self.run.emit(m.RUN_ITERATION, payload)
-        token = self.run.work_done_token
+        run = self.run
+        run.emit(
+            m.RUN_ITERATION,
+            wire.IterationNotification(
+                run.run_id, 0, summary.iteration, summary.content, summary.tool_call_count,
+                summary.duration_ms, _usage(summary.usage),
+            ),
+        )  # fmt: skip
+        token = run.work_done_token
         if token is not None:
             percentage = min(100, summary.iteration * 100 // self.max_iterations)
-            self.run.peer.progress(
-                token, "report", f"iteration {summary.iteration} done", percentage
-            )
+            run.peer.progress(token, "report", f"iteration {summary.iteration} done", percentage)
 
     def on_finished(self, result: ToolCallRunResult) -> None:
         pass  # the manager sends run/finished itself, with the run's status
 
 
-def _usage(usage: Usage) -> dict[str, int]:
-    return {"inputTokens": usage.input_tokens, "outputTokens": usage.output_tokens}
+def _usage(usage: Usage | None) -> wire.UsageWire | None:
+    return None if usage is None else wire.UsageWire(usage.input_tokens, usage.output_tokens)
+
+
+class PacedCaller:
+    """The run's model, called only once the client has read what was sent (backpressure:
+    a client that stops reading stalls its own runs, not the daemon's memory)."""
+
+    def __init__(self, caller: LLMCaller, peer: Peer) -> None:
+        self._caller = caller
+        self._peer = peer
+        self._async = is_async_callable(caller)
+        self._inline = getattr(caller, "blocking", True) is False
+
+    async def __call__(self, request: LLMRequest) -> LLMResponse:
+        await self._peer.pace()
+        caller: Any = self._caller
+        if self._async:
+            response: LLMResponse = await caller(request)
+        elif self._inline:
+            response = caller(request)
+        else:
+            response = await asyncio.to_thread(caller, request)
+        return response
 
 
 @attrs.define
@@ -168,6 +237,16 @@ class DaemonConfig:
     client_llm: bool = False
     default_max_iterations: int = 25
     custom_profiles: dict[str, Any] = attrs.field(factory=dict)
+    max_tool_output_bytes: int = DEFAULT_MAX_TOOL_OUTPUT_BYTES
+
+
+@attrs.define
+class _Prepared:
+    run: Run
+    runtime: ToolCallingRuntime
+    context: ToolActorContext
+    history: list[Message] | None
+    limit: int
 
 
 class RunManager:
@@ -189,10 +268,12 @@ class RunManager:
         self.builtin_names = [spec.name for spec in builtin_tools]
         self.policy_factory = policy_factory
         self.store = TranscriptStore(config.state_dir)
+        self.roots: Callable[[], Sequence[str]] = lambda: ()
+        """The allowed sandbox roots (the workspace folders), set at initialize."""
         self.active: dict[str, Run] = {}
         self._models: dict[str, LLMCaller] = {}
         self._messages: dict[str, list[Message]] = {}
-        self._starting: set[str] = set()  # bounded cache for continueFrom
+        self._starting: set[str] = set()
 
     # -- tools -----------------------------------------------------------------------
 
@@ -225,7 +306,7 @@ class RunManager:
     def unregister_tools(self, params: wire.UnregisterToolsParams) -> wire.UnregisterToolsResult:
         layer = self._layer(params.run_id)
         for name in params.names:
-            if name.startswith(RESERVED_PREFIXES):
+            if _reserved(name):
                 raise ToolError(f"tool {name!r} is built in and cannot be removed")
             if not layer.owns(name):
                 raise ToolNotFoundError(f"tool {name!r} is not registered")
@@ -250,7 +331,7 @@ class RunManager:
 
     def _client_spec(self, index: int, definition: wire.ToolDefinition) -> ToolSpec:
         name = definition.name
-        if name.startswith(RESERVED_PREFIXES):
+        if _reserved(name):
             raise ToolError(f"tool name {name!r} uses a reserved prefix (builtin/, mcp:)")
         if definition.timeout_ms is not None and definition.timeout_ms <= 0:
             raise ToolError(f"tool {name!r}: timeoutMs must be positive")
@@ -276,30 +357,27 @@ class RunManager:
             )
         except CleverAgentsError:
             raise
-        except ValueError as exc:  # a schema that does not compile
-            raise ParamsError(f"params.tools[{index}]: tool {name!r}: {exc}") from None
+        except Exception as exc:  # noqa: BLE001 - a schema that does not compile, whatever it raised
+            problem = _schema_problem(exc)
+            raise ParamsError(f"params.tools[{index}]: tool {name!r}: {problem}") from None
 
-    def _client_handler(self, name: str) -> Callable[[dict[str, Any]], Any]:
+    def _client_handler(self, name: str) -> Callable[[dict[str, Any]], Awaitable[Any]]:
         async def call_client(inputs: dict[str, Any]) -> Any:
             current = current_tool_call()
             run = self.active.get(_current_run_id.get(""))
             if current is None or run is None:
                 raise ClientToolError(f"client tool {name} was called outside a run")
             call, iteration = current
-            params = {
-                "runId": run.run_id,
-                "callId": call.id,
-                "iteration": iteration,
-                "name": name,
-                "arguments": call.arguments,
-                "sandboxRoot": inputs["sandbox_root"],
-                "resourceBindings": inputs["resource_bindings"] or {},
-            }
-            msg_id, future = self.peer.request(m.TOOLS_CALL, params)
+            params = wire.ToolsCallParams(
+                run.run_id, call.id, iteration, name, call.arguments,
+                inputs["sandbox_root"], inputs["resource_bindings"] or {},
+            )  # fmt: skip
+            await self.peer.pace()
+            msg_id, future = self.peer.request(m.TOOLS_CALL, unstructure(params))
             try:
                 reply = await future
-            except asyncio.CancelledError:
-                self.peer.cancel_request(msg_id)  # timeout or run cancel
+            except asyncio.CancelledError:  # timeout or run cancel
+                self.peer.cancel_request(msg_id, {"runId": run.run_id, "callId": call.id})
                 raise
             except PeerRequestError as exc:
                 raise ClientToolError(f"client tool {name} failed: {exc}") from None
@@ -313,17 +391,32 @@ class RunManager:
 
         return call_client
 
-    # -- runs ------------------------------------------------------------------------
+    # -- starting a run --------------------------------------------------------------
 
-    async def prepare(
-        self, params: wire.RunParams, roots: Sequence[str]
-    ) -> tuple[Run, ToolCallingRuntime, ToolActorContext, list[Message] | None, int]:
+    async def start(self, params: wire.RunParams) -> wire.RunResult:
+        """``run/start``: the reply is the RunResult when the run ends. A cancelled
+        request (``$/cancelRequest``) cancels the run, then answers -32800."""
+        prepared = await self.prepare(params, self.roots())
+        run = prepared.run
+        task = asyncio.ensure_future(self.run(prepared))
+        run.task = task
+        try:
+            return await asyncio.shield(task)
+        except asyncio.CancelledError:
+            run.cancel.cancel("$/cancelRequest")
+            await asyncio.wait([task], timeout=5)
+            raise
+
+    async def prepare(self, params: wire.RunParams, roots: Sequence[str]) -> _Prepared:
         """Check everything that can fail before a run exists (design §10.6).
 
         The model is built in a worker thread: a provider SDK's first import takes
         seconds, and a scripted model reads its file."""
         if not params.prompt.strip():
             raise ParamsError("params.prompt: must not be empty")
+        _check_text(params.prompt, "params.prompt")
+        if params.system_prompt is not None:
+            _check_text(params.system_prompt, "params.systemPrompt")
         limit = params.max_iterations
         if limit is None:
             limit = self.config.default_max_iterations
@@ -331,11 +424,13 @@ class RunManager:
             raise ParamsError(f"params.maxIterations: must be at least 1, got {limit}")
         sandbox_root = self._sandbox_root(params.sandbox_root, roots)
         run_id = params.run_id or uuid.uuid4().hex
-        if not RUN_ID_PATTERN.match(run_id):
-            raise ParamsError("params.runId: use 1-128 letters, digits, '.', '_' or '-'")
-        if run_id in self.active or run_id in self._starting or self.store.exists(run_id):
+        if not valid_run_id(run_id):
+            raise ParamsError(
+                "params.runId: use 1-128 letters, digits, '.', '_' or '-' (not '.' or '..')"
+            )
+        if run_id in self.active or run_id in self._starting:
             raise RunStateError(f"run id {run_id!r} is already in use")
-        self._starting.add(run_id)  # held across the await below; the transcript then holds it
+        self._starting.add(run_id)  # held across the awaits below; the transcript then holds it
         try:
             return await self._prepare(params, run_id, sandbox_root, limit)
         finally:
@@ -343,7 +438,7 @@ class RunManager:
 
     async def _prepare(
         self, params: wire.RunParams, run_id: str, sandbox_root: str, limit: int
-    ) -> tuple[Run, ToolCallingRuntime, ToolActorContext, list[Message] | None, int]:
+    ) -> _Prepared:
         history = self._history(params.continue_from)
         spec = resolve_model_spec(params.model, self.config.model)
         if spec.provider == "client" and not self.config.client_llm:
@@ -358,15 +453,20 @@ class RunManager:
                 raise ToolNotFoundError(f"params.tools names unknown tool {unknown[0]!r}")
         policy = self.policy_factory(run_id, profile) if self.policy_factory else None
         model = None if spec.provider == "client" else await asyncio.to_thread(self._model, spec)
+        transcript = await asyncio.to_thread(self.store.claim, run_id)  # the last check
         layer = ToolRegistry(parent=self.registry, allow=params.tools)
         run = Run(
             run_id, params.prompt, sandbox_root, dict(params.resource_bindings or {}), layer,
-            self.store.open(run_id), self.peer,
+            transcript, self.peer,
         )  # fmt: skip
-        caller = model if model is not None else ClientModel(self.peer, run)
+        caller: LLMCaller = model if model is not None else ClientModel(self.peer, run)
         run.work_done_token = params.work_done_token
+        cap = OutputCap(
+            self.config.state_dir / "outputs" / run_id, self.config.max_tool_output_bytes
+        )
         runtime = ToolCallingRuntime(
-            layer, ToolRunner(layer, policy=policy), caller, max_iterations=limit,
+            layer, ToolRunner(layer, policy=policy, output_filter=cap),
+            PacedCaller(caller, self.peer), max_iterations=limit,
             system_prompt=params.system_prompt, sink=RunSink(run, limit),
         )  # fmt: skip
         context = ToolActorContext(
@@ -383,7 +483,7 @@ class RunManager:
             {"runId": run_id, "prompt": params.prompt, "startedAt": run.started_at,
              "model": spec.describe(), "continueFrom": params.continue_from},
         )  # fmt: skip
-        return run, runtime, context, history, limit
+        return _Prepared(run, runtime, context, history, limit)
 
     def _model(self, spec: ModelSpec) -> LLMCaller:
         """Scripted models are built per run (a script file may change between runs);
@@ -403,6 +503,9 @@ class RunManager:
             )
         if requested is None:
             return roots[0]
+        if any(ord(c) < 32 for c in requested):
+            raise ParamsError("params.sandboxRoot: must not hold NUL or control characters")
+        _check_text(requested, "params.sandboxRoot")
         resolved = Path(requested).resolve()
         for root in roots:
             if resolved == Path(root) or resolved.is_relative_to(root):
@@ -420,54 +523,50 @@ class RunManager:
             )
         return messages
 
-    async def run(
-        self,
-        run: Run,
-        runtime: ToolCallingRuntime,
-        context: ToolActorContext,
-        history: list[Message] | None,
-        limit: int,
-    ) -> wire.RunResult:
+    # -- driving a run ---------------------------------------------------------------
+
+    async def run(self, prepared: _Prepared) -> wire.RunResult:
         """Drive one run to its end; always sends ``run/finished`` and releases it."""
+        run = prepared.run
         self.active[run.run_id] = run
         token = _current_run_id.set(run.run_id)
-        started = time.perf_counter()
+        run.started = time.perf_counter()
         try:
             run.emit(
                 m.RUN_STARTED,
-                {"sandboxRoot": run.sandbox_root, "maxIterations": limit,
-                 "tools": run.registry.names()},
-            )  # fmt: skip
+                wire.RunStartedNotification(
+                    run.run_id, 0, run.sandbox_root, prepared.limit, run.registry.names()
+                ),
+            )
             if run.work_done_token is not None:
                 self.peer.progress(run.work_done_token, "begin", run.prompt[:80], 0)
-            outcome = await self._drive(run, runtime, context, history)
+            outcome = await self._drive(run, prepared)
         finally:
             _current_run_id.reset(token)
-        outcome.duration_ms = (time.perf_counter() - started) * 1000.0
+        outcome.duration_ms = (time.perf_counter() - run.started) * 1000.0
+        failure = run.transcript.failure_message()
+        if failure is not None:
+            outcome.status = "failed"
+            outcome.error = wire.RunError(StateDirError.code, failure)
         self._finish(run, outcome)
         return outcome
 
-    async def _drive(
-        self,
-        run: Run,
-        runtime: ToolCallingRuntime,
-        context: ToolActorContext,
-        history: list[Message] | None,
-    ) -> wire.RunResult:
+    async def _drive(self, run: Run, prepared: _Prepared) -> wire.RunResult:
+        context = prepared.context
         try:
-            result = await runtime.arun_tool_loop(
-                run.prompt, context, history=history, cancel=run.cancel
+            result = await prepared.runtime.arun_tool_loop(
+                run.prompt, context, history=prepared.history, cancel=run.cancel
             )
         except asyncio.CancelledError:
-            # The daemon itself is stopping (EOF, exit): record it as a cancel.
-            run.cancel.cancel("daemon stopping")
-            return self._failed(run, context, "cancelled", None)
+            # The daemon itself is stopping: record it as a cancel.
+            run.cancel.cancel(run.cancel.reason or "daemon stopping")
+            return self._failed(run, context, "cancelled", self._cancel_error(run))
         except CleverAgentsError as exc:
             return self._failed(run, context, "failed", wire.RunError(exc.code, exc.message))
         except Exception as exc:
             logger.exception("run %s failed", run.run_id)
-            error = ModelProviderError(f"internal error: {type(exc).__name__}")
-            return self._failed(run, context, "failed", wire.RunError(-32603, error.message))
+            message = f"internal error: {type(exc).__name__}"
+            return self._failed(run, context, "failed", wire.RunError(-32603, message))
         self._remember(run.run_id, result.messages)
         status = (
             "cancelled"
@@ -478,10 +577,17 @@ class RunManager:
         )
         return wire.RunResult(
             run.run_id, status, result.content, result.tool_call_history,  # type: ignore[arg-type]
-            result.iterations, result.terminated_by_limit, result.duration_ms, None,
-            wire.UsageWire(result.usage.input_tokens, result.usage.output_tokens)
-            if result.usage is not None else None,
+            result.iterations, result.terminated_by_limit, result.duration_ms,
+            self._cancel_error(run) if result.cancelled else None, _usage(result.usage),
         )  # fmt: skip
+
+    @staticmethod
+    def _cancel_error(run: Run) -> wire.RunError | None:
+        """A run cancelled by a signal says which; other cancels carry no error."""
+        reason = run.cancel.reason or ""
+        if reason.startswith("SIG"):
+            return wire.RunError(CANCELLED, f"cancelled: the daemon received {reason}")
+        return None
 
     def _failed(
         self, run: Run, context: ToolActorContext, status: str, error: wire.RunError | None
@@ -498,44 +604,102 @@ class RunManager:
 
     def _finish(self, run: Run, result: wire.RunResult) -> None:
         try:
-            run.emit(m.RUN_FINISHED, {"result": unstructure(result)})
+            run.emit(m.RUN_FINISHED, wire.RunFinishedNotification(run.run_id, 0, result))
         finally:
             if run.work_done_token is not None:
                 self.peer.progress(run.work_done_token, "end", result.status, None)
             run.transcript.close()
             self.active.pop(run.run_id, None)
 
-    def cancel(self, run_id: str) -> None:
+    # -- other requests --------------------------------------------------------------
+
+    def cancel(self, params: wire.RunIdParams) -> wire.EmptyResult:
+        run_id = params.run_id
         run = self.active.get(run_id)
         if run is None:
             if self.store.exists(run_id):
                 raise RunStateError(f"run {run_id!r} has already finished")
             raise RunNotFoundError(f"unknown run {run_id!r}")
         run.cancel.cancel("run/cancel")
+        return wire.EmptyResult()
 
-    async def get(self, run_id: str) -> dict[str, Any]:
+    async def get(self, params: wire.RunIdParams) -> Any:
         """A finished run's result from its transcript; for an active run, the result
         when it ends (``RunResult`` has no "running" status to report mid-run)."""
-        run = self.active.get(run_id)
+        run = self.active.get(params.run_id)
         if run is not None and run.task is not None:
-            result: wire.RunResult = await asyncio.shield(run.task)
-            return dict(unstructure(result))
-        return await asyncio.to_thread(self.store.result, run_id)
+            return await asyncio.shield(run.task)
+        return await asyncio.to_thread(self.store.result, params.run_id)
 
-    async def list(self) -> list[dict[str, Any]]:
+    async def list(self, params: wire.EmptyParams) -> dict[str, Any]:
         persisted = await asyncio.to_thread(self.store.summaries)
         active_ids = set(self.active)
         active = [
-            {"runId": r.run_id, "status": "running", "prompt": r.prompt, "startedAt": r.started_at,
-             "iterations": r.iterations, "toolCallCount": r.tool_call_count, "active": True}
+            {"runId": r.run_id, "status": "running", "prompt": r.prompt[:PROMPT_SUMMARY_MAX],
+             "startedAt": r.started_at, "iterations": r.iterations,
+             "toolCallCount": r.tool_call_count, "active": True}
             for r in self.active.values()
         ]  # fmt: skip
-        return active + [s for s in persisted if s["runId"] not in active_ids]
+        return {"runs": active + [s for s in persisted if s["runId"] not in active_ids]}
 
-    async def cancel_all(self, timeout: float = 0.5) -> None:
-        """Cancel every active run and wait (bounded) for their transcripts to close."""
+    def progress_cancel(self, token: str | int) -> None:
+        """The progress is advertised as cancellable: its cancel button cancels the run."""
+        for run in list(self.active.values()):
+            if run.work_done_token is not None and run.work_done_token == token:
+                run.cancel.cancel("window/workDoneProgress/cancel")
+
+    def llm_delta(self, params: wire.LlmDeltaNotification) -> None:
+        run = self.active.get(params.run_id)
+        if run is not None and run.on_llm_delta is not None:
+            run.on_llm_delta(params.iteration, params.text)
+
+    async def cancel_all(self, timeout: float = 0.5, reason: str = "daemon stopping") -> None:
+        """Cancel every active run and wait (bounded) for their ends to be sent."""
         tasks = [run.task for run in self.active.values() if run.task is not None]
         for run in list(self.active.values()):
-            run.cancel.cancel("daemon stopping")
+            run.cancel.cancel(reason)
         if tasks:
             await asyncio.wait(tasks, timeout=timeout)
+
+
+def _check_text(text: str, field: str) -> None:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ParamsError(f"{field}: invalid Unicode (a lone surrogate)") from None
+
+
+def _schema_problem(exc: BaseException) -> str:
+    if isinstance(exc, ValueError) and str(exc):
+        return str(exc)
+    return f"the inputSchema is not a valid JSON Schema ({type(exc).__name__})"
+
+
+_FRAME_ROOM = MAX_BODY - 64 * 1024
+"""What a RunResult may take in its frame: the limit less room for the envelope."""
+
+
+def _fit(notification: wire.RunFinishedNotification, text: str) -> str:
+    """The ``run/finished`` text, leaving out the oldest records when the result would
+    not fit one frame (each record was already sent in its own ``run/toolCall`` and is
+    in the transcript). The result itself is trimmed too, so the ``run/start`` reply fits."""
+    if len(text.encode("utf-8")) <= _FRAME_ROOM:
+        return text
+    result = notification.result
+    history = result.tool_call_history
+    result.tool_call_history = []
+    used = len(_encode(unstructure(notification)).encode("utf-8")) + 64
+    kept = 0
+    for record in reversed(history):
+        size = len(_encode(unstructure(record)).encode("utf-8")) + 1
+        if used + size > _FRAME_ROOM:
+            break
+        used += size
+        kept += 1
+    result.tool_call_history = history[len(history) - kept :]
+    result.omitted_records = len(history) - kept
+    logger.warning(
+        "run %s: left %d records out of its result to fit the frame limit",
+        result.run_id, result.omitted_records,
+    )  # fmt: skip
+    return _encode(unstructure(notification))

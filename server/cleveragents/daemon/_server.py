@@ -1,200 +1,172 @@
-"""The pygls server: the method table mapped to ``RunManager`` calls, and nothing more.
+"""The daemon's methods: the method table mapped to ``RunManager`` calls, the LSP
+lifecycle (``initialize``, ``shutdown``, workspace folders, progress cancel), and nothing
+more. JSON-RPC itself is the dispatcher's (``_dispatch.py``); framing the transport's.
 
-Three pieces of pygls are adjusted here, each for a measured reason (see
-``shared/notes/pygls-and-pytest-lsp.md``):
+What of pygls is used, and why (each pinned by ``tests/daemon/test_pygls_pins.py``, so a
+pygls upgrade that changes it fails a test rather than the daemon):
 
-- params of custom methods stay plain dicts (pygls would make namedtuples), and are
-  structured inside the handler so that bad params get -32602 naming the field;
-- errors cross to the wire in one place (``_wire_error``), without tracebacks;
-- a reply to a server->client request that was already cancelled is ignored (#621).
+- ``pygls.protocol.default_converter``: the lsprotocol cattrs converter with pygls's
+  hooks, to read ``InitializeParams`` and write ``InitializeResult`` exactly as LSP says;
+- ``pygls.workspace.Workspace``: the workspace folders (``rootUri``/``rootPath``,
+  ``workspaceFolders``, ``didChangeWorkspaceFolders``), as pygls's own servers keep them;
+- ``pygls.uris.to_fs_path`` / ``from_fs_path``: file URIs to paths and back.
+
+No private pygls name is touched: pygls's JSON-RPC loop is not used at all, because it
+drops malformed input, shares one id table between both directions, and lost its
+catch-all under our framing (issue 8).
 """
 
 from __future__ import annotations
 
-import asyncio
-import functools
-import itertools
+import hmac
+import inspect
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import attrs
+import cattrs
 from lsprotocol import types as lsp
-from pygls.exceptions import JsonRpcMethodNotFound
-from pygls.lsp.server import LanguageServer
-from pygls.protocol import (
-    JsonRPCNotification,
-    JsonRPCRequestMessage,
-    JsonRPCResponseMessage,
-    LanguageServerProtocol,
-    default_converter,
-    lsp_method,
-)
-from pygls.uris import to_fs_path
+from pygls.protocol import default_converter
+from pygls.uris import from_fs_path, to_fs_path
+from pygls.workspace import Workspace
 
 from .. import __version__
-from ..protocol import (
-    PROTOCOL_VERSION,
-    ParamsError,
-    dumps,
-    encode_frame,
-    structure,
-    unstructure,
-    wire,
-)
+from ..protocol import PROTOCOL_VERSION, ParamsError, camel, structure, unstructure, wire
 from ..protocol import methods as m
 from ..tool import CleverAgentsError, NotInitializedError, ProfileError, ToolSpec
 from ..workspace.profiles import get_profile
-from ._peer import PeerRequestError
+from ..workspace.shell import check_env_names
+from ._dispatch import (
+    INVALID_PARAMS,
+    INVALID_REQUEST,
+    Dispatcher,
+    NotificationHandler,
+    RequestHandler,
+    RpcError,
+)
+from ._peer import CurrentPeer
 from ._permissions import make_policy_factory
 from ._runs import DaemonConfig, RunManager
 from ._transcripts import TranscriptStore
 
 logger = logging.getLogger(__name__)
 
-P = TypeVar("P")
+_lsp = default_converter()  # type: ignore[no-untyped-call]
 
-INVALID_PARAMS = -32602
-INTERNAL_ERROR = -32603
+ROUTES: dict[str, str] = {
+    m.TOOLS_REGISTER: "register_tools",
+    m.TOOLS_UNREGISTER: "unregister_tools",
+    m.TOOLS_LIST: "list_tools",
+    m.RUN_START: "start",
+    m.RUN_CANCEL: "cancel",
+    m.RUN_LIST: "list",
+    m.RUN_GET: "get",
+}
+"""Each client->daemon request of the method table -> the ``RunManager`` method serving it."""
 
 
-class WireError(Exception):
-    """An error reply: code and message, never a traceback."""
-
-    def __init__(self, code: int, message: str) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
-
-
-def _wire_error(exc: BaseException) -> WireError:
-    """The one exception-to-wire boundary of the daemon."""
-    if isinstance(exc, WireError):
+def to_rpc_error(exc: BaseException) -> RpcError:
+    """The one exception-to-wire mapping of the daemon's handlers."""
+    if isinstance(exc, RpcError):
         return exc
     if isinstance(exc, ParamsError):
-        return WireError(INVALID_PARAMS, str(exc))
+        return RpcError(INVALID_PARAMS, str(exc))
     if isinstance(exc, CleverAgentsError):
-        return WireError(exc.code, exc.message)
+        return RpcError(exc.code, exc.message)
     logger.error("internal error", exc_info=exc)
-    return WireError(INTERNAL_ERROR, f"internal error: {type(exc).__name__}")
+    return RpcError(-32603, f"internal error: {type(exc).__name__}")
 
 
-def _plain_params(obj: dict[str, Any], cls: type[Any]) -> Any:
-    return cls(**obj)  # keep params (and results) as the plain JSON the peer sent
+def _all_optional(cls: type) -> bool:
+    return all(f.default is None for f in attrs.fields(cls))
 
 
-def _converter() -> Any:
-    converter = default_converter()  # type: ignore[no-untyped-call]
-    for cls in (JsonRPCRequestMessage, JsonRPCNotification, JsonRPCResponseMessage):
-        converter.register_structure_hook(cls, _plain_params)
-    return converter
+class CleverAgentsServer:
+    """The daemon: its configuration, its run manager, and the handlers of its methods."""
 
-
-class CleverAgentsProtocol(LanguageServerProtocol):
-    """LSP protocol with our error boundary, plain params and cleveragents capabilities."""
-
-    _server: CleverAgentsServer
-
-    def __init__(self, server: Any, converter: Any) -> None:
-        super().__init__(server, converter)
-        self._ids = itertools.count(1)
-
-    @lsp_method(lsp.INITIALIZE)
-    def lsp_initialize(self, params: lsp.InitializeParams) -> Any:
-        self._server.on_initialize(params)  # may refuse bad options before anything else
-        result = yield from super().lsp_initialize(params)
-        ours = unstructure(self._server.daemon_capabilities())
-        result.capabilities.experimental = {"cleveragents": ours}
-        # Not a text-document server: advertise no document sync, so that stock LSP
-        # clients do not start sending didOpen/didChange.
-        result.capabilities.text_document_sync = None
-        return result
-
-    def _send_handler_result(self, future: Any, *, msg_id: Any) -> None:
-        if not future.cancelled() and isinstance(future.exception(), WireError):
-            self._request_futures.pop(msg_id, None)
-            error = future.exception()
-            self._send_response(msg_id, error=lsp.ResponseError(error.code, error.message))
-            return
-        super()._send_handler_result(future, msg_id=msg_id)
-
-    def _handle_response(self, msg_id: Any, result: Any = None, error: Any = None) -> None:
-        """A reply to one of our requests; ``error`` is a dict (from our transport) or
-        pygls's ``ResponseError``."""
-        future = self._request_futures.pop(msg_id, None)
-        if future is None or future.done():  # pygls #621: the awaiting task was cancelled
-            return
-        if error is not None:
-            if isinstance(error, dict):
-                code, message = error.get("code"), error.get("message")
-            else:
-                code, message = error.code, error.message
-            future.set_exception(
-                PeerRequestError(code if isinstance(code, int) else -32603, str(message))
-            )
-        else:
-            future.set_result(result)
-
-    # The hot paths below write frames themselves: pygls's ``_send_data`` wraps each
-    # message in an attrs object that cattrs then walks field by field (measured: about
-    # half the cost of a notification; scripts/bench/daemon_notifications.py).
-
-    def write_frame(self, body: str) -> None:
-        writer = self.writer
-        if writer is not None:
-            writer.write(encode_frame(body))
-
-    def notify_json(self, method: str, params_text: str) -> None:
-        self.write_frame(f'{{"jsonrpc":"2.0","method":{dumps(method)},"params":{params_text}}}')
-
-    def request(self, method: str, params: dict[str, Any]) -> tuple[str, asyncio.Future[Any]]:
-        msg_id = f"ca-{next(self._ids)}"
-        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-        self._request_futures[msg_id] = future  # type: ignore[assignment]
-        message = {"jsonrpc": "2.0", "id": msg_id, "method": method, "params": params}
-        self.write_frame(dumps(message))
-        return msg_id, future
-
-    def _send_response(self, msg_id: Any, result: Any = None, error: Any = None) -> None:
-        if error is None and not attrs.has(type(result)):
-            try:
-                body = dumps({"jsonrpc": "2.0", "id": msg_id, "result": result})
-            except (TypeError, ValueError):
-                pass  # not plain JSON: let pygls serialise it
-            else:
-                self.write_frame(body)
-                return
-        super()._send_response(msg_id, result, error)
-
-    def cancel_request(self, msg_id: str) -> None:
-        if self._request_futures.pop(msg_id, None) is not None:
-            self.notify(lsp.CANCEL_REQUEST, lsp.CancelParams(id=msg_id))
-
-
-class CleverAgentsServer(LanguageServer):
-    """The daemon. ``manager`` owns the runs; this class only wires methods to it."""
-
-    protocol: CleverAgentsProtocol
-
-    def __init__(
-        self,
-        config: DaemonConfig,
-        builtin_tools: list[ToolSpec],
-    ) -> None:
-        super().__init__(
-            "cleveragents", __version__, protocol_cls=CleverAgentsProtocol,
-            converter_factory=_converter, text_document_sync_kind=lsp.TextDocumentSyncKind.None_,
-        )  # fmt: skip
+    def __init__(self, config: DaemonConfig, builtin_tools: list[ToolSpec]) -> None:
         self.config = config
-        self.initialized = False
-        peer = _PygslPeer(self)
-        self.manager = RunManager(peer, config, builtin_tools, make_policy_factory(config, peer))
-        _register_methods(self)
+        self.peer = CurrentPeer()
+        self.client: Dispatcher | None = None
+        self.token: str | None = None
+        """Set for ``--tcp``: ``initialize`` must present it."""
+        self.workspace: Workspace | None = None
+        self.on_shell_env: Callable[[list[str]], None] | None = None
+        self.manager = RunManager(
+            self.peer, config, builtin_tools, make_policy_factory(config, self.peer)
+        )
+        self.requests: dict[str, RequestHandler] = {
+            method.name: self._handler(method) for method in m.METHODS if method.name in ROUTES
+        }
+        self.notifications: dict[str, NotificationHandler] = {
+            lsp.INITIALIZED: lambda _params: None,
+            lsp.SET_TRACE: lambda _params: None,
+            lsp.WORKSPACE_DID_CHANGE_WORKSPACE_FOLDERS: self._folders_changed,
+            lsp.WINDOW_WORK_DONE_PROGRESS_CANCEL: self._progress_cancel,
+            m.LLM_DELTA: self._llm_delta,
+        }
+        self._optional = {method.name: _all_optional(method.params) for method in m.METHODS}
 
-    def on_initialize(self, params: lsp.InitializeParams) -> None:
-        """Apply ``initializationOptions`` and the client's capabilities; a field of the
-        wrong type fails ``initialize`` with -32602 naming it."""
+    # -- generated request handlers ------------------------------------------------------
+
+    def _handler(self, method: m.Method) -> RequestHandler:
+        """Structure params to the table's type, call the manager, unstructure the result."""
+        impl = getattr(self.manager, ROUTES[method.name])
+        params_type = method.params
+        is_async = inspect.iscoroutinefunction(impl)
+
+        async def handle(raw: Any) -> Any:
+            try:
+                typed: Any = structure(raw, params_type)
+                result = (await impl(typed)) if is_async else impl(typed)
+            except Exception as exc:  # noqa: BLE001 - the one request error boundary
+                raise to_rpc_error(exc) from None
+            return unstructure(result) if attrs.has(type(result)) else result
+
+        handle.__name__ = f"handle_{ROUTES[method.name]}"
+        return handle
+
+    def all_optional(self, method: str) -> bool:
+        return self._optional.get(method, False)
+
+    # -- lifecycle -----------------------------------------------------------------------
+
+    def initialize(self, raw: dict[str, Any], peer: Dispatcher) -> Any:
+        """Check the token (TCP), apply ``initializationOptions`` and the client's
+        capabilities; a field of the wrong type fails with -32602 naming it."""
+        options_raw = raw.get("initializationOptions")
+        if self.token is not None:
+            given = options_raw.get("token") if isinstance(options_raw, dict) else None
+            if not isinstance(given, str) or not hmac.compare_digest(
+                given.encode("utf-8", "surrogatepass"), self.token.encode("utf-8")
+            ):
+                text = "initialize: a valid initializationOptions.token is required"
+                raise RpcError(INVALID_REQUEST, text)
+        if self.client is not None and self.client is not peer:
+            raise RpcError(INVALID_REQUEST, "initialize: another client is connected")
+        try:
+            params: lsp.InitializeParams = _lsp.structure(raw, lsp.InitializeParams)
+        except (cattrs.BaseValidationError, TypeError, ValueError, KeyError) as exc:
+            raise RpcError(INVALID_PARAMS, _lsp_error("params", exc)) from None
+        self._apply(params)
+        self.client = peer
+        self.peer.target = peer
+        result = lsp.InitializeResult(
+            capabilities=lsp.ServerCapabilities(
+                workspace=lsp.WorkspaceOptions(
+                    workspace_folders=lsp.WorkspaceFoldersServerCapabilities(
+                        supported=True, change_notifications=True
+                    )
+                ),
+                experimental={"cleveragents": unstructure(self.daemon_capabilities())},
+            ),
+            server_info=lsp.ServerInfo("cleveragents", __version__),
+        )
+        return _lsp.unstructure(result)
+
+    def _apply(self, params: lsp.InitializeParams) -> None:
         try:
             raw_options = params.initialization_options
             options = structure(
@@ -210,14 +182,9 @@ class CleverAgentsServer(LanguageServer):
                 root="capabilities.experimental.cleveragents",
             )
         except ParamsError as exc:
-            raise WireError(INVALID_PARAMS, str(exc)) from None
-        if options.model is not None:
-            self.config.model = options.model
-        if options.automation_profile is not None:
-            self.config.automation_profile = options.automation_profile
-        if options.state_dir is not None:
-            self.config.state_dir = Path(options.state_dir)
-            self.manager.store = TranscriptStore(self.config.state_dir)
+            raise RpcError(INVALID_PARAMS, str(exc)) from None
+        config = self.config
+        custom: dict[str, Any] | None = None
         if options.profiles is not None:
             custom = {
                 name: {
@@ -231,11 +198,41 @@ class CleverAgentsServer(LanguageServer):
                 for name in custom:  # refuse a bad profile now, not at the first run
                     get_profile(name, custom)
             except ProfileError as exc:
-                raise WireError(exc.code, exc.message) from None
-            self.config.custom_profiles = custom
-        self.config.client_permissions = client.permissions is True
-        self.config.client_llm = client.llm is True
-        self.initialized = True
+                raise RpcError(exc.code, exc.message) from None
+        if options.shell_env is not None:
+            try:
+                check_env_names(options.shell_env)
+            except ValueError as exc:
+                raise RpcError(INVALID_PARAMS, f"initializationOptions.shellEnv: {exc}") from None
+        if options.max_tool_output_bytes is not None and options.max_tool_output_bytes < 1:
+            text = "initializationOptions.maxToolOutputBytes: must be at least 1"
+            raise RpcError(INVALID_PARAMS, text)
+        # Nothing is applied before everything is checked: a refused initialize changes nothing.
+        if custom is not None:
+            config.custom_profiles = custom
+        if options.model is not None:
+            config.model = options.model
+        if options.automation_profile is not None:
+            config.automation_profile = options.automation_profile
+        if options.state_dir is not None:
+            config.state_dir = Path(options.state_dir)
+            self.manager.store = TranscriptStore(config.state_dir)
+        if options.max_tool_output_bytes is not None:
+            config.max_tool_output_bytes = options.max_tool_output_bytes
+        if options.shell_env is not None and self.on_shell_env is not None:
+            self.on_shell_env(list(options.shell_env))
+        config.client_permissions = client.permissions is True
+        config.client_llm = client.llm is True
+        root_uri = params.root_uri
+        if root_uri is None and params.root_path:
+            root_uri = from_fs_path(params.root_path)
+        self.workspace = Workspace(root_uri, workspace_folders=params.workspace_folders or [])
+        self.manager.roots = self.sandbox_roots
+
+    async def shutdown(self) -> None:
+        # End the runs first, so each run/start is answered with its result before the
+        # shutdown reply.
+        await self.manager.cancel_all(timeout=2.0)
 
     def daemon_capabilities(self) -> wire.DaemonCapabilities:
         return wire.DaemonCapabilities(
@@ -245,142 +242,48 @@ class CleverAgentsServer(LanguageServer):
     def sandbox_roots(self) -> list[str]:
         """The workspace folders as absolute paths, first one first."""
         workspace = self.workspace
+        if workspace is None:
+            raise NotInitializedError("no workspace before initialize")
         roots = [to_fs_path(folder.uri) for folder in workspace.folders.values()]
         if not roots and workspace.root_uri:
             roots = [to_fs_path(workspace.root_uri)]
         return [str(Path(root).resolve()) for root in roots if root]
 
-    def report_server_error(self, error: Exception, source: Any) -> None:
-        if isinstance(error, JsonRpcMethodNotFound):
-            return  # answered with -32601 already; not a fault of the daemon
-        logger.error("server error (%s): %s", getattr(source, "__name__", source), error)
+    # -- notifications -------------------------------------------------------------------
 
-
-class _PygslPeer:
-    """``Peer`` over the pygls protocol."""
-
-    def __init__(self, server: CleverAgentsServer) -> None:
-        self._server = server
-
-    def notify_json(self, method: str, params_text: str) -> None:
-        self._server.protocol.notify_json(method, params_text)
-
-    def request(self, method: str, params: dict[str, Any]) -> tuple[str, asyncio.Future[Any]]:
-        return self._server.protocol.request(method, params)
-
-    def cancel_request(self, msg_id: str) -> None:
-        self._server.protocol.cancel_request(msg_id)
-
-    def progress(self, token: str | int, kind: str, message: str, percentage: int | None) -> None:
-        progress = self._server.work_done_progress
-        if kind == "begin":
-            progress.begin(
-                token,
-                lsp.WorkDoneProgressBegin(
-                    "cleveragents run", cancellable=True, message=message, percentage=0
-                ),
-            )
-        elif kind == "report":
-            progress.report(
-                token, lsp.WorkDoneProgressReport(message=message, percentage=percentage)
-            )
-        else:
-            progress.end(token, lsp.WorkDoneProgressEnd(message=message))
-
-
-# -- the method table -> RunManager ------------------------------------------------------
-
-
-Handler = Callable[[CleverAgentsServer, Any], Awaitable[Any]]
-
-
-def _method(server: CleverAgentsServer, name: str, params_type: type[P]) -> Callable[
-    [Callable[[P], Awaitable[Any]]], None
-]:  # fmt: skip
-    """Register a handler: structure params, require initialize, map errors, unstructure."""
-
-    def decorate(impl: Callable[[P], Awaitable[Any]]) -> None:
-        @functools.wraps(impl)
-        async def handler(raw: Any) -> Any:
-            try:
-                if not server.initialized:
-                    raise NotInitializedError(f"{name} before initialize")
-                params = structure(raw, params_type)
-                result = await impl(params)
-                return unstructure(result) if attrs.has(type(result)) else result
-            except asyncio.CancelledError:
-                raise
-            except Exception as exc:  # noqa: BLE001 - the one request error boundary
-                raise _wire_error(exc) from None
-
-        server.feature(name)(handler)
-
-    return decorate
-
-
-def _register_methods(server: CleverAgentsServer) -> None:
-    manager = server.manager
-
-    @_method(server, m.TOOLS_REGISTER, wire.RegisterToolsParams)
-    async def tools_register(params: wire.RegisterToolsParams) -> Any:
-        return manager.register_tools(params)
-
-    @_method(server, m.TOOLS_UNREGISTER, wire.UnregisterToolsParams)
-    async def tools_unregister(params: wire.UnregisterToolsParams) -> Any:
-        return manager.unregister_tools(params)
-
-    @_method(server, m.TOOLS_LIST, wire.ListToolsParams)
-    async def tools_list(params: wire.ListToolsParams) -> Any:
-        return manager.list_tools(params)
-
-    @_method(server, m.RUN_START, wire.RunParams)
-    async def run_start(params: wire.RunParams) -> Any:
-        prepared = await manager.prepare(params, server.sandbox_roots())
-        run, runtime, context, history, limit = prepared
-        task = asyncio.ensure_future(manager.run(run, runtime, context, history, limit))
-        run.task = task
+    def _folders_changed(self, raw: Any) -> None:
         try:
-            return await asyncio.shield(task)
-        except asyncio.CancelledError:  # $/cancelRequest: stop the run, then answer -32800
-            run.cancel.cancel("$/cancelRequest")
-            await asyncio.wait([task], timeout=5)
-            raise
+            params: lsp.DidChangeWorkspaceFoldersParams = _lsp.structure(
+                raw, lsp.DidChangeWorkspaceFoldersParams
+            )
+        except (cattrs.BaseValidationError, TypeError, ValueError, KeyError) as exc:
+            logger.warning("ignored didChangeWorkspaceFolders: %s", _lsp_error("params", exc))
+            return
+        if self.workspace is None:
+            return
+        for folder in params.event.removed:
+            self.workspace.remove_folder(folder.uri)
+        for folder in params.event.added:
+            self.workspace.add_folder(folder)
 
-    @_method(server, m.RUN_CANCEL, wire.RunIdParams)
-    async def run_cancel(params: wire.RunIdParams) -> Any:
-        manager.cancel(params.run_id)
-        return {}
+    def _progress_cancel(self, raw: Any) -> None:
+        token = raw.get("token") if isinstance(raw, dict) else None
+        if isinstance(token, (str, int)) and not isinstance(token, bool):
+            self.manager.progress_cancel(token)
 
-    @_method(server, m.RUN_LIST, wire.EmptyParams)
-    async def run_list(params: wire.EmptyParams) -> Any:
-        return {"runs": await manager.list()}
+    def _llm_delta(self, raw: Any) -> None:
+        try:
+            params = structure(raw, wire.LlmDeltaNotification)
+        except ParamsError as exc:
+            logger.debug("ignored llm/delta: %s", exc)
+            return
+        self.manager.llm_delta(params)
 
-    @_method(server, m.RUN_GET, wire.RunIdParams)
-    async def run_get(params: wire.RunIdParams) -> Any:
-        return await manager.get(params.run_id)
 
-    @server.feature(lsp.SHUTDOWN)
-    async def shutdown(params: Any) -> None:
-        # End the runs first, so each run/start is answered with its result before the
-        # shutdown reply (pygls would otherwise cancel the pending requests outright).
-        await manager.cancel_all(timeout=2.0)
-
-    @server.feature(lsp.WINDOW_WORK_DONE_PROGRESS_CANCEL)
-    def progress_cancel(params: lsp.WorkDoneProgressCancelParams) -> None:
-        # The progress is advertised as cancellable: its cancel button cancels the run.
-        for run in list(manager.active.values()):
-            if run.work_done_token is not None and run.work_done_token == params.token:
-                run.cancel.cancel("window/workDoneProgress/cancel")
-
-    @server.feature(m.LLM_DELTA)
-    def llm_delta(raw: Any) -> None:
-        if isinstance(raw, dict):
-            run = manager.active.get(str(raw.get("runId")))
-            text, iteration = raw.get("text"), raw.get("iteration")
-            if (
-                run is not None
-                and run.on_llm_delta
-                and isinstance(text, str)
-                and isinstance(iteration, int)
-            ):
-                run.on_llm_delta(iteration, text)
+def _lsp_error(root: str, exc: BaseException) -> str:
+    if isinstance(exc, cattrs.BaseValidationError):
+        messages = cattrs.transform_error(exc, path=root)
+        if messages:
+            text, _, path = messages[0].rpartition(" @ ")
+            return f"{camel(path)}: {text}"
+    return f"{root}: invalid"

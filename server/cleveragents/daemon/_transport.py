@@ -1,171 +1,175 @@
-"""LSP base framing over asyncio streams (stdio pipes or one TCP connection).
+"""Transports: read frames, write frames, and nothing else.
 
-pygls's own stdio reader hops to a thread for every read and drops what it cannot
-parse. This loop reads frames on the event loop and answers every request, including
-the ones pygls would leave unanswered: malformed JSON (-32700, ``id: null``), a
-non-object message (-32600), a request without ``params`` (-32602), and any request
-after ``shutdown`` (-32600). Valid messages go to the pygls protocol unchanged.
+stdio (pipes, files, terminals, ``/dev/null``) or TCP (one authenticated client). Each
+frame read goes to :meth:`Dispatcher.receive`; each frame written goes through a
+:class:`StreamSink`, whose write buffer has a high-water mark that runs wait on
+(:meth:`StreamSink.pace`). Every ending (end of input, ``exit``, a signal, a TCP reset)
+goes through :func:`_serve_connection`'s ``finally``: the runs are cancelled, every
+pending request is answered, and all queued output is flushed before the process ends.
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
+import contextlib
 import logging
 import os
+import signal
+import socket
 import stat
 import sys
 import threading
+from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pygls.exceptions import JsonRpcException
-
-from ..protocol import BY_NAME, MAX_BODY, frame, read_body
+from ..protocol import read_body
+from ._dispatch import Dispatcher
 
 if TYPE_CHECKING:
     from ._server import CleverAgentsServer
 
 logger = logging.getLogger(__name__)
 
-PARSE_ERROR = -32700
-INVALID_REQUEST = -32600
-INVALID_PARAMS = -32602
+HIGH_WATER = 4 * 1024 * 1024
+"""Bytes queued for a client before the runs that produce output wait for it to read."""
+LOW_WATER = 1024 * 1024
+
+EXIT_CODES = {"SIGTERM": 143, "SIGHUP": 129, "SIGINT": 130}
 
 
-class _Writer:
-    """What pygls writes through: the transport's buffered, non-blocking write."""
+class StreamSink:
+    """Frames out through an asyncio ``StreamWriter``, or blocking writes to a file."""
 
-    def __init__(self, transport: asyncio.WriteTransport) -> None:
-        self._transport = transport
+    def __init__(self, writer: asyncio.StreamWriter | None, fd: int | None = None) -> None:
+        self._writer = writer
+        self._fd = fd
+        if writer is not None:
+            writer.transport.set_write_buffer_limits(high=HIGH_WATER, low=LOW_WATER)
 
     def write(self, data: bytes) -> None:
-        if not self._transport.is_closing():
-            self._transport.write(data)
+        if self._writer is not None:
+            if not self._writer.transport.is_closing():
+                self._writer.write(data)
+            return
+        if self._fd is not None:
+            view = memoryview(data)
+            try:
+                while view:
+                    view = view[os.write(self._fd, view) :]
+            except OSError as exc:  # a closed or full stdout: nothing more can be said
+                logger.warning("cannot write to stdout: %s", exc)
+                self._fd = None
 
-    def close(self) -> None:
-        self._transport.close()
+    async def pace(self) -> None:
+        writer = self._writer
+        if writer is not None and writer.transport.get_write_buffer_size() > HIGH_WATER:
+            with contextlib.suppress(ConnectionError):
+                await writer.drain()
 
-
-class Connection:
-    """One client connection: reads frames and hands them to the server's protocol."""
-
-    def __init__(self, server: CleverAgentsServer, transport: asyncio.WriteTransport) -> None:
-        self.server = server
-        self.transport = transport
-        self.exit_code = 0
-        server.protocol.set_writer(_Writer(transport), include_headers=True)
-
-    def reply_error(self, msg_id: Any, code: int, message: str) -> None:
-        error = {"jsonrpc": "2.0", "id": msg_id, "error": {"code": code, "message": message}}
-        if not self.transport.is_closing():
-            self.transport.write(frame(error))
-
-    def dispatch(self, body: bytes) -> None:
+    async def flush(self, timeout: float = 10.0) -> None:
+        """Wait (bounded) until everything queued is written, then close."""
+        writer = self._writer
+        if writer is None:
+            return
         try:
-            data = json.loads(body)
-        except (ValueError, UnicodeDecodeError) as exc:
-            self.reply_error(None, PARSE_ERROR, f"parse error: {exc}")
-            return
-        if not isinstance(data, dict):
-            kind = "batch requests are not supported" if isinstance(data, list) else "not an object"
-            self.reply_error(None, INVALID_REQUEST, f"invalid request: {kind}")
-            return
-        msg_id = data.get("id")
-        method = data.get("method")
-        is_request = "id" in data and method is not None
-        if data.get("jsonrpc") != "2.0":
-            if "id" in data:
-                self.reply_error(msg_id, INVALID_REQUEST, "invalid request: jsonrpc must be '2.0'")
-            return
-        if method is not None and not isinstance(method, str):
-            self.reply_error(msg_id, INVALID_REQUEST, "invalid request: method must be a string")
-            return
-        if is_request and not isinstance(msg_id, (str, int)):
-            self.reply_error(
-                None, INVALID_REQUEST, "invalid request: id must be a string or integer"
-            )
-            return
-        protocol = self.server.protocol
-        if method is None and "id" in data:  # a reply to one of our requests
-            protocol._handle_response(msg_id, data.get("result"), data.get("error"))
-            return
-        if is_request and protocol._shutdown and method != "exit":
-            self.reply_error(msg_id, INVALID_REQUEST, f"{method}: the server is shutting down")
-            return
-        if is_request and method in BY_NAME:
-            params = data.get("params")
-            if "params" not in data:
-                self.reply_error(msg_id, INVALID_PARAMS, "params: missing (send {} for none)")
+            async with asyncio.timeout(timeout):
+                transport = writer.transport
+                while transport.get_write_buffer_size() and not transport.is_closing():
+                    await writer.drain()
+                    if writer.transport.get_write_buffer_size():
+                        await asyncio.sleep(0.01)
+        except (TimeoutError, ConnectionError) as exc:
+            logger.warning("could not flush all output before the end: %s", type(exc).__name__)
+        writer.close()
+
+
+async def _serve_connection(
+    server: CleverAgentsServer,
+    reader: asyncio.StreamReader,
+    sink: StreamSink,
+    stop: asyncio.Future[str],
+    *,
+    token_required: bool = False,
+) -> tuple[Dispatcher, int]:
+    """Read frames until end of input, ``exit``, a refusal or ``stop`` (a signal).
+    Returns the dispatcher and the exit code."""
+    dispatcher = Dispatcher(server, sink, token_required=token_required)
+
+    async def read_frames() -> None:
+        while True:
+            body = await read_body(reader)
+            if body is None:
                 return
-            if not isinstance(params, dict):
-                self.reply_error(msg_id, INVALID_PARAMS, "params: expected an object")
+            dispatcher.receive(body)
+            if dispatcher.ended.done():
                 return
-        try:
-            message = protocol.structure_message(data)
-        except JsonRpcException as exc:
-            if is_request:
-                self.reply_error(msg_id, exc.code, f"{method}: invalid params")
-            return
-        except Exception:
-            logger.exception("cannot read message %s", method)
-            if is_request:
-                self.reply_error(msg_id, INVALID_REQUEST, f"{method}: invalid request")
-            return
-        protocol.handle_message(message)
 
-    async def serve(self, reader: asyncio.StreamReader) -> int:
-        """Read until end of input or ``exit``; then cancel the runs left. Returns the
-        process exit code (LSP: 0 after shutdown, else 1 on ``exit``)."""
-        try:
-            while True:
-                body = await read_body(reader)
-                if body is None:
-                    break
-                if b'"exit"' in body:
-                    # A client may send exit right behind shutdown without waiting: let
-                    # the requests already in hand finish first (bounded).
-                    await self._finish_requests(1.0)
-                try:
-                    self.dispatch(body)
-                except SystemExit as stop:  # pygls's exit handler
-                    self.exit_code = stop.code if isinstance(stop.code, int) else 0
-                    break
-        finally:
-            await self.server.manager.cancel_all()
-            await self._finish_requests(0.5)
-        return self.exit_code
+    reading = asyncio.ensure_future(read_frames())
+    reason = "end of input"
+    try:
+        waits: list[asyncio.Future[Any]] = [reading, stop, dispatcher.ended]
+        await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+        if stop.done():
+            reason = stop.result()
+        elif dispatcher.ended.done():
+            reason = "exit" if dispatcher.ended.result() >= 0 else "refused"
+        elif reading.exception() is not None:
+            logger.warning("connection lost: %s", type(reading.exception()).__name__)
+            reason = "connection lost"
+    finally:
+        reading.cancel()
+        if server.client is dispatcher:
+            await server.manager.cancel_all(timeout=5.0, reason=reason)
+        await dispatcher.close()
+        await sink.flush()
+    if reason in EXIT_CODES:
+        return dispatcher, EXIT_CODES[reason]
+    code = dispatcher.exit_code
+    return dispatcher, 0 if code is None else code  # end of input: 0
 
-    async def _finish_requests(self, timeout: float) -> None:
-        """Wait (bounded) for the handlers of requests received so far to answer."""
-        pending: list[Any] = list(self.server.protocol._request_futures.values())
-        handlers = [f for f in pending if isinstance(f, asyncio.Task)]
-        if handlers:
-            await asyncio.wait(handlers, timeout=timeout)
+
+def _install_signals(stop: asyncio.Future[str]) -> Callable[[], None]:
+    """SIGTERM, SIGHUP and SIGINT end the daemon cleanly (runs cancelled, replies sent)."""
+    loop = asyncio.get_running_loop()
+    installed: list[int] = []
+
+    def on_signal(name: str) -> None:
+        logger.warning("received %s: cancelling the runs and stopping", name)
+        if not stop.done():
+            stop.set_result(name)
+
+    for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
+        try:
+            loop.add_signal_handler(sig, on_signal, sig.name)
+            installed.append(sig)
+        except (NotImplementedError, RuntimeError, ValueError):
+            pass
+
+    def remove() -> None:
+        for sig in installed:
+            loop.remove_signal_handler(sig)
+
+    return remove
+
+
+def _keepalive(writer: asyncio.StreamWriter) -> None:
+    """Notice a client that vanished without closing (a dead host, a cut cable)."""
+    sock = writer.get_extra_info("socket")
+    if sock is None:
+        return
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
+        for name, value in (("TCP_KEEPIDLE", 30), ("TCP_KEEPINTVL", 10), ("TCP_KEEPCNT", 3)):
+            if hasattr(socket, name):
+                sock.setsockopt(socket.IPPROTO_TCP, getattr(socket, name), value)
+    except OSError:
+        pass
 
 
 def _is_pipe(fd: int) -> bool:
     mode = os.fstat(fd).st_mode
     return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)
-
-
-class _FileWriter:
-    """Stdout that is a file or a terminal rather than a pipe: plain blocking writes
-    (asyncio's pipe transport refuses these)."""
-
-    def __init__(self, fd: int) -> None:
-        self._fd = fd
-        self._closed = False
-
-    def write(self, data: bytes) -> None:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(self._fd, view) :]
-
-    def is_closing(self) -> bool:
-        return self._closed
-
-    def close(self) -> None:
-        self._closed = True
 
 
 def _feed_from_thread(
@@ -179,55 +183,110 @@ def _feed_from_thread(
                 chunk = os.read(fd, 65536)
             except OSError:
                 chunk = b""
-            if not chunk:
-                loop.call_soon_threadsafe(reader.feed_eof)
+            try:
+                if not chunk:
+                    loop.call_soon_threadsafe(reader.feed_eof)
+                    return
+                loop.call_soon_threadsafe(reader.feed_data, chunk)
+            except RuntimeError:  # the loop has closed
                 return
-            loop.call_soon_threadsafe(reader.feed_data, chunk)
 
     threading.Thread(target=pump, name="cleveragents-stdin", daemon=True).start()
 
 
 async def serve_stdio(server: CleverAgentsServer) -> int:
     loop = asyncio.get_running_loop()
-    reader = asyncio.StreamReader(limit=MAX_BODY)
+    stop: asyncio.Future[str] = loop.create_future()
+    remove_signals = _install_signals(stop)
+    reader = asyncio.StreamReader()  # the frame reader bounds its own buffer
     in_fd, out_fd = sys.stdin.fileno(), sys.stdout.fileno()
     if _is_pipe(in_fd):
         stdin = os.fdopen(in_fd, "rb", buffering=0, closefd=False)
         await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), stdin)
     else:
         _feed_from_thread(in_fd, reader, loop)
-    transport: Any
     if _is_pipe(out_fd):
         stdout = os.fdopen(out_fd, "wb", buffering=0, closefd=False)
-        transport, _ = await loop.connect_write_pipe(asyncio.Protocol, stdout)
+        transport, protocol = await loop.connect_write_pipe(
+            asyncio.streams.FlowControlMixin, stdout
+        )
+        sink = StreamSink(asyncio.StreamWriter(transport, protocol, None, loop))
     else:
-        transport = _FileWriter(out_fd)
-    connection = Connection(server, transport)
-    code = await connection.serve(reader)
-    transport.close()
+        sink = StreamSink(None, out_fd)
+    try:
+        _, code = await _serve_connection(server, reader, sink, stop)
+    finally:
+        remove_signals()
     return code
 
 
-async def serve_tcp(server: CleverAgentsServer, host: str, port: int) -> int:
-    """Serve the first client that connects, then stop (one editor, one daemon)."""
-    done: asyncio.Future[int] = asyncio.get_running_loop().create_future()
-    taken = False
+def load_token(token_file: Path | None, state_dir: Path) -> str:
+    """The ``--tcp`` token: ``CLEVERAGENTS_TOKEN``, else the token file (created with mode
+    0600 and a random token when missing), by default ``STATE_DIR/tcp-token``."""
+    from_env = os.environ.get("CLEVERAGENTS_TOKEN", "").strip()
+    if from_env and token_file is None:
+        return from_env
+    path = token_file or state_dir / "tcp-token"
+    try:
+        text = path.read_text(encoding="utf-8").strip()
+    except FileNotFoundError:
+        text = ""
+    if not text:
+        import secrets
+
+        text = secrets.token_urlsafe(32)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text + "\n")
+        logger.warning("created the TCP token file %s (mode 0600)", path)
+    else:
+        logger.warning("the TCP token is in %s", path)
+    return text
+
+
+async def serve_tcp(server: CleverAgentsServer, host: str, port: int, token: str) -> int:
+    """Serve the first client that authenticates, then stop (one editor, one daemon).
+    Connections without the token are refused and closed; the daemon keeps listening."""
+    loop = asyncio.get_running_loop()
+    done: asyncio.Future[int] = loop.create_future()
+    stop: asyncio.Future[str] = loop.create_future()
+    remove_signals = _install_signals(stop)
+    server.token = token
 
     async def on_client(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        nonlocal taken
-        if taken:  # one client per daemon: a second one must not steal the first's output
-            logger.warning("refusing a second TCP client")
+        if server.client is not None:  # one client per daemon
+            logger.warning("refusing another TCP client: one is connected")
             writer.close()
             return
-        taken = True
-        connection = Connection(server, writer.transport)
-        code = await connection.serve(reader)
-        writer.close()
-        if not done.done():
+        _keepalive(writer)
+        sink = StreamSink(writer)
+        try:
+            dispatcher, code = await _serve_connection(
+                server, reader, sink, stop, token_required=True
+            )
+        except Exception:
+            logger.exception("TCP connection failed")
+            return
+        if server.client is dispatcher and not done.done():
             done.set_result(code)
+        elif stop.done() and not done.done():
+            done.set_result(EXIT_CODES.get(stop.result(), 1))
+        else:
+            logger.warning("a TCP client left without authenticating")
 
-    listener = await asyncio.start_server(on_client, host, port, limit=MAX_BODY)
+    listener = await asyncio.start_server(on_client, host, port)
     address = listener.sockets[0].getsockname()
     logger.warning("cleveragents listening on %s:%s", address[0], address[1])
-    async with listener:
-        return await done
+    try:
+        async with listener:
+            waits: list[asyncio.Future[Any]] = [done, stop]
+            await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+            if not done.done() and server.client is not None:
+                # A signal: the client's connection is ending its runs; let it finish.
+                await asyncio.wait([done], timeout=15.0)
+            if not done.done():  # a signal with no client connected
+                return EXIT_CODES.get(stop.result(), 1)
+            return done.result()
+    finally:
+        remove_signals()

@@ -137,8 +137,9 @@ def _str_or_int(value: Any, _: type) -> str | int:
 
 converter = make_converter()
 
-dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
-"""Compact JSON text for the wire and the transcripts (UTF-8, framed by byte length)."""
+dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode
+"""Compact JSON text for the wire and the transcripts (UTF-8, framed by byte length).
+``NaN`` and ``Infinity`` raise ``ValueError``: they are not JSON, and no peer can read them."""
 
 
 class ParamsError(ValueError):

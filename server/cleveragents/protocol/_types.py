@@ -91,6 +91,10 @@ class RunResult:
     duration_ms: float
     error: RunError | None = opt()
     usage: UsageWire | None = opt()
+    omitted_records: int | None = opt()
+    """How many of the oldest records ``toolCallHistory`` leaves out because the result
+    would not fit one 64 MiB frame; each was sent in its own ``run/toolCall`` and is in
+    the transcript."""
 
 
 @attrs.define

@@ -42,6 +42,11 @@ StageObserver: TypeAlias = Callable[[Stage, str, str], None]
 """Called as ``observer(stage, tool_name, call_id)``; ``call_id`` is ``""`` for deactivate."""
 
 OnRecord: TypeAlias = Callable[[int, ToolCallRecord], None]
+
+OutputFilter: TypeAlias = Callable[[str, str, JSONValue], JSONValue]
+"""``(tool_name, call_id, output) -> output``: applied to every successful output before
+it is recorded and fed back. It may replace the output (a host caps its size) or raise
+to fail the record (a host refuses what its wire cannot carry)."""
 """Called as ``on_record(index, record)`` as soon as a call ends; ``index`` is the call's
 place in the model's list."""
 
@@ -124,6 +129,7 @@ class ToolRunner:
         policy: ToolPolicy | None = None,
         default_timeout_s: float | None = None,
         stage_observer: StageObserver | None = None,
+        output_filter: OutputFilter | None = None,
     ) -> None:
         if not isinstance(registry, ToolRegistry):
             raise TypeError(f"registry must be a ToolRegistry, got {type(registry).__name__}")
@@ -131,6 +137,7 @@ class ToolRunner:
         self.policy = policy
         self.default_timeout_s = default_timeout_s
         self.stage_observer = stage_observer
+        self.output_filter = output_filter
 
     def session(
         self,
@@ -215,6 +222,9 @@ class ToolRunSession:
     ) -> ToolCallRecord:
         if spec.output_schema is not None:
             spec.validate_output(output)
+        output_filter = self._runner.output_filter
+        if output_filter is not None:
+            output = output_filter(spec.name, call.id, output)
         return ToolCallRecord(
             spec.name, call.arguments, output, (_perf() - started) * 1000.0, True, None,
             iteration, call.id,

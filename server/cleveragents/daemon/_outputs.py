@@ -1,0 +1,74 @@
+"""Tool outputs the wire can carry: finite JSON, and at most ``maxToolOutputBytes``.
+
+:class:`OutputCap` is the ``ToolRunner`` output filter of every daemon run. An output
+holding ``NaN`` or ``Infinity`` fails its record (JSON has no such numbers, and the daemon
+never writes them). An output whose JSON text is larger than the cap is cut for the
+record, the notifications and the model: the record's ``output`` becomes a string that
+starts with the first bytes of the JSON text and ends by saying the full size and the
+absolute path of the file under the state dir that holds the whole output.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+from pathlib import Path
+
+from ..tool import ToolError
+from ..tool._types import JSONValue
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_MAX_TOOL_OUTPUT_BYTES = 1024 * 1024
+
+_encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode
+_UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
+
+
+class NonFiniteOutputError(ToolError):
+    """The tool returned NaN or Infinity, which JSON cannot carry."""
+
+
+class OutputCap:
+    """The output filter of one run (see the module docstring)."""
+
+    def __init__(self, outputs_dir: Path, max_bytes: int) -> None:
+        self.outputs_dir = outputs_dir
+        self.max_bytes = max_bytes
+
+    def __call__(self, tool_name: str, call_id: str, output: JSONValue) -> JSONValue:
+        if output is None or isinstance(output, bool | int):
+            return output
+        if isinstance(output, str) and len(output) <= self.max_bytes // 4:
+            return output  # at most 4 UTF-8 bytes a character: certainly under the cap
+        try:
+            text = output if isinstance(output, str) else _encode(output)
+        except ValueError:
+            raise NonFiniteOutputError(
+                f"tool {tool_name} returned a non-finite number (NaN or Infinity), "
+                "which JSON cannot carry"
+            ) from None
+        data = text.encode("utf-8", "surrogatepass")
+        if len(data) <= self.max_bytes:
+            return output
+        return self._cut(call_id, data)
+
+    def _cut(self, call_id: str, data: bytes) -> str:
+        path = self.outputs_dir / f"{_UNSAFE.sub('_', call_id)[:100] or 'call'}.json"
+        try:
+            self.outputs_dir.mkdir(parents=True, exist_ok=True)
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
+            try:
+                view = memoryview(data)
+                while view:
+                    view = view[os.write(fd, view) :]
+            finally:
+                os.close(fd)
+            where = f"the full output is in {path}"
+        except OSError as exc:
+            logger.warning("cannot keep a cut tool output in %s: %s", path, exc)
+            where = f"the full output could not be kept ({exc.strerror or exc})"
+        head = data[: self.max_bytes].decode("utf-8", "ignore")
+        return f"{head}\n[output cut at {self.max_bytes} of {len(data)} bytes; {where}]"
