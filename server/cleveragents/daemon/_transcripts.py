@@ -208,6 +208,8 @@ class TranscriptStore:
         self.index_path = state_dir / INDEX_NAME
         self._live: set[str] = set()  # claimed by this store and not closed yet
         self._index: dict[str, _Entry] | None = None
+        self._listing: list[dict[str, Any]] | None = None
+        self._changed = True
         self._dirty = 0
         self._lock = threading.Lock()  # summaries() runs in worker threads
 
@@ -343,6 +345,14 @@ class TranscriptStore:
         with self._lock:
             entries = self._refresh()
             live_here = set(self._live)
+            cached = self._listing
+            if (
+                cached is not None
+                and not self._changed
+                and not live_here
+                and not any(e.status is None for e in entries.values())
+            ):
+                return list(cached)  # nothing changed since the last call
         out: list[dict[str, Any]] = []
         for run_id, entry in entries.items():
             status, active = entry.status, False
@@ -354,8 +364,10 @@ class TranscriptStore:
                 "startedAt": entry.started_at, "iterations": entry.iterations,
                 "toolCallCount": entry.tools, "active": active,
             })  # fmt: skip
-        out.sort(key=lambda s: s["startedAt"], reverse=True)
-        return out
+        out.sort(key=lambda s: str(s["startedAt"]), reverse=True)
+        with self._lock:
+            self._listing = out
+        return list(out)
 
     def _refresh(self) -> dict[str, _Entry]:
         """Bring the index up to date with the directory: one scan, one ``stat`` per file,
@@ -375,6 +387,10 @@ class TranscriptStore:
                     if not name.endswith(_SUFFIX):
                         continue
                     run_id = name[: -len(_SUFFIX)]
+                    entry = old.get(run_id)
+                    if entry is not None and entry.status is not None:
+                        fresh[run_id] = entry  # a finished transcript never changes again
+                        continue
                     if not valid_run_id(run_id):
                         continue
                     try:
@@ -382,12 +398,12 @@ class TranscriptStore:
                     except OSError:
                         continue
                     key = (st.st_ino, st.st_size, st.st_mtime_ns)
-                    entry = old.get(run_id)
                     if entry is None or entry.key != key:
                         entry = self._read_entry(Path(item.path), key)
                         changed += 1
                     fresh[run_id] = entry
         changed += len(old.keys() - fresh.keys())
+        self._changed = bool(changed) or first
         self._index = fresh
         self._dirty += changed
         if (first and changed) or self._dirty >= _PERSIST_EVERY:
