@@ -282,6 +282,18 @@ def file_edit(inputs: dict[str, JSONValue], limits: WorkspaceLimits) -> dict[str
                 f"old_text occurs {count} times in {shown}; include more surrounding text "
                 "to make it unique, or pass replace_all=true"
             )
+        replacements = count if replace_all else 1
+        # The result's size is known before it is built: a small edit repeated (or one
+        # replace_all over many hits) must not grow a file past the write cap, nor build
+        # a huge string in memory first.
+        delta = len(new.encode("utf-8", "surrogatepass")) - len(old.encode("utf-8"))
+        result_bytes = info.st_size + replacements * delta
+        if result_bytes > limits.max_write_bytes:
+            raise WorkspaceToolError(
+                f"editing {shown} would make it {result_bytes} bytes ({replacements} "
+                f"replacement(s)); the write limit is {limits.max_write_bytes}; "
+                "the file is unchanged"
+            )
         updated = text.replace(old, new) if replace_all else text.replace(old, new, 1)
         handle.seek(0)
         handle.truncate(0)
