@@ -60,6 +60,7 @@ from ..tool import (
 )
 from ..tool._runner import output_text
 from ..tool._spec import is_async_callable
+from ..workspace import PinnedRoot
 from ._client_model import ClientModel
 from ._outputs import DEFAULT_MAX_TOOL_OUTPUT_BYTES, OutputCap
 from ._peer import Peer, PeerRequestError
@@ -108,6 +109,8 @@ class Run:
     work_done_token: str | int | None = None
     task: asyncio.Task[wire.RunResult] | None = None
     on_llm_delta: Callable[[int, str], None] | None = None
+    pinned: PinnedRoot | None = None
+    """The sandbox root as pinned at run/start: every tool call checks it still is."""
 
     def emit(self, method: str, notification: Any) -> None:
         """Send one numbered notification and log it; nothing after ``run/finished``.
@@ -453,6 +456,7 @@ class RunManager:
                 raise ToolNotFoundError(f"params.tools names unknown tool {unknown[0]!r}")
         policy = self.policy_factory(run_id, profile) if self.policy_factory else None
         model = None if spec.provider == "client" else await asyncio.to_thread(self._model, spec)
+        pinned = await asyncio.to_thread(PinnedRoot.open, sandbox_root)
         transcript = await asyncio.to_thread(self.store.claim, run_id)  # the last check
         layer = ToolRegistry(parent=self.registry, allow=params.tools)
         run = Run(
@@ -461,6 +465,7 @@ class RunManager:
         )  # fmt: skip
         caller: LLMCaller = model if model is not None else ClientModel(self.peer, run)
         run.work_done_token = params.work_done_token
+        run.pinned = pinned
         cap = OutputCap(
             self.config.state_dir / "outputs" / run_id, self.config.max_tool_output_bytes
         )
@@ -540,7 +545,11 @@ class RunManager:
             )
             if run.work_done_token is not None:
                 self.peer.progress(run.work_done_token, "begin", run.prompt[:80], 0)
-            outcome = await self._drive(run, prepared)
+            if run.pinned is not None:
+                with run.pinned.activate():
+                    outcome = await self._drive(run, prepared)
+            else:
+                outcome = await self._drive(run, prepared)
         finally:
             _current_run_id.reset(token)
         outcome.duration_ms = (time.perf_counter() - run.started) * 1000.0

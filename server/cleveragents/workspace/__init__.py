@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from cleveragents.tool._spec import ToolSpec
 
-from ._sandbox import WorkspaceToolError, resolve_path
+from ._sandbox import PinnedRoot, WorkspaceToolError, resolve_path
 from .files import WorkspaceLimits, file_tools
 from .profiles import (
     BUILTIN_PROFILES,
@@ -47,6 +47,7 @@ __all__ = [
     "Confinement",
     "Decision",
     "Outcome",
+    "PinnedRoot",
     "ProfilePolicy",
     "ShellTool",
     "WorkspaceLimits",

@@ -36,10 +36,14 @@ This module knows nothing of tools, schemas or profiles.
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import errno
 import os
 import stat
+from collections.abc import Iterator
 from pathlib import Path
+
+import attrs
 
 from cleveragents.tool._errors import SandboxViolationError, ToolError
 from cleveragents.tool._types import JSONValue
@@ -93,10 +97,65 @@ def given_root(inputs: dict[str, JSONValue]) -> str:
     return os.path.normpath(str(inputs["sandbox_root"]))
 
 
+@attrs.frozen
+class PinnedRoot:
+    """A run's sandbox root as it was at ``run/start``: its real path and its inode.
+
+    While a pin is active (:meth:`activate`, around the whole run), every tool call
+    checks that the root's name still leads to that same directory, and uses the pinned
+    real path, never a new resolution of the name. So a root swapped for a symlink
+    mid-run (by another run, or a shell) fails every later call of the run with a
+    sandbox violation naming the root, instead of moving the run elsewhere."""
+
+    given: str
+    real: str
+    device: int
+    inode: int
+
+    @classmethod
+    def open(cls, root: str) -> PinnedRoot:
+        real = real_root(root)
+        info = os.stat(real)
+        return cls(os.path.normpath(root), real, info.st_dev, info.st_ino)
+
+    @contextlib.contextmanager
+    def activate(self) -> Iterator[None]:
+        token = _PINNED.set(self)
+        try:
+            yield
+        finally:
+            _PINNED.reset(token)
+
+    def check(self) -> str:
+        """The pinned real path, if the root is still the directory pinned."""
+        try:
+            moved = os.path.realpath(self.given) != self.real
+            info = os.stat(self.real, follow_symlinks=False)
+            moved = moved or (info.st_dev, info.st_ino) != (self.device, self.inode)
+            moved = moved or not stat.S_ISDIR(info.st_mode)
+        except OSError:
+            moved = True
+        if moved:
+            raise SandboxViolationError(
+                f"sandbox root {show(self.given)} was moved or replaced during the run; "
+                "no tool of this run may use it any more"
+            )
+        return self.real
+
+
+_PINNED: contextvars.ContextVar[PinnedRoot | None] = contextvars.ContextVar(
+    "cleveragents_pinned_root", default=None
+)
+
+
 def real_root(root: str) -> str:
-    """Check that ``root`` is an absolute existing directory and return its real path."""
+    """Check that ``root`` is an absolute existing directory and return its real path
+    (the pinned one, checked, when the run pinned this root)."""
     if not os.path.isabs(root) or "\x00" in root:
         raise SandboxViolationError(f"sandbox root {show(root)} is not an absolute path")
+    pinned = _PINNED.get()
+    if pinned is not None and os.path.normpath(root) in (pinned.given, pinned.real):
+        return pinned.check()
     real = os.path.realpath(root)
     if not os.path.isdir(real):
         raise SandboxViolationError(f"sandbox root {show(root)} is not an existing directory")
