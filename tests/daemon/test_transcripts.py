@@ -90,7 +90,11 @@ def test_a_full_disk_stops_writing_and_is_reported(tmp_path: Path) -> None:
 
 def test_the_index_follows_files_added_and_removed_behind_it(tmp_path: Path) -> None:
     store = TranscriptStore(tmp_path)
-    _write(store, "a", b'{"method":"run/finished","params":{"result":{"runId":"a","status":"completed"}}}\n')
+    _write(
+        store,
+        "a",
+        b'{"method":"run/finished","params":{"result":{"runId":"a","status":"completed"}}}\n',
+    )
     assert [s["runId"] for s in store.summaries()] == ["a"]
     _write(TranscriptStore(tmp_path), "b")
     assert sorted(s["runId"] for s in store.summaries()) == ["a", "b"]
