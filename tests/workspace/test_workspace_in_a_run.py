@@ -61,6 +61,7 @@ def test_the_public_names_are_pinned() -> None:
         "DEFAULT_PROFILE",
         "Decision",
         "Outcome",
+        "PinnedRoot",
         "ProfilePolicy",
         "ShellTool",
         "WorkspaceLimits",
