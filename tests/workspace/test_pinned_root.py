@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -57,3 +58,40 @@ def test_a_root_swapped_mid_run_fails_the_shell_too(tmp_path: Path, mode: str) -
         with pytest.raises(SandboxViolationError, match="moved or replaced"):
             call("builtin/shell", command="touch planted")
     assert not (sandbox.canary / "planted").exists()
+
+
+async def test_through_the_daemon_a_swapped_root_fails_the_rest_of_the_run(
+    tmp_path: Path,
+) -> None:
+    from daemon.rawpeer import RawDaemon
+
+    workspace, canary = tmp_path / "ws", tmp_path / "canary"
+    (workspace / "pkg").mkdir(parents=True)
+    canary.mkdir()
+    (canary / "secret.txt").write_text("canary")
+    gate = {"name": "client/gate", "description": "Waits.", "inputSchema": {"type": "object"}}
+    script = [
+        {"toolCalls": [{"name": "client/gate", "arguments": {}}]},
+        {"toolCalls": [{"name": "builtin/file-read", "arguments": {"path": "secret.txt"}},
+                       {"name": "builtin/file-write", "arguments": {"path": "x", "content": "x"}}]},
+        {"content": "done"},
+    ]  # fmt: skip
+    daemon = await RawDaemon.start(workspace, tmp_path / "state")
+    try:
+        await daemon.call(2, "tools/register", {"tools": [gate]})
+        daemon.send({"jsonrpc": "2.0", "id": 3, "method": "run/start", "params": {
+            "prompt": "go", "runId": "a", "sandboxRoot": str(workspace / "pkg"),
+            "model": {"provider": "scripted", "script": script}}})  # fmt: skip
+        while (call := await daemon.next()).get("method") != "tools/call":
+            pass
+        _swap_for_symlink(workspace / "pkg", canary)  # as another run's shell could
+        daemon.send({"jsonrpc": "2.0", "id": call["id"], "result": {"output": "go on"}})
+        result = (await daemon.reply_to(3))["result"]
+        assert result["status"] == "completed"
+        later = [r for r in result["toolCallHistory"] if r["iteration"] == 2]
+        assert [r["success"] for r in later] == [False, False]
+        assert all("moved or replaced" in r["error"] for r in later)
+        assert "canary" not in json.dumps(result["toolCallHistory"][1:])
+        assert sorted(p.name for p in canary.iterdir()) == ["secret.txt"]
+    finally:
+        await daemon.kill()
