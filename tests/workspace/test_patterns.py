@@ -176,3 +176,22 @@ def test_gitignore_rules_are_relative_to_their_own_directory() -> None:
     assert not ignore.ignored("sub/x/build", False)
     assert ignore.ignored("sub/docs/a.tmp", False)
     assert not ignore.ignored("docs/a.tmp", False)
+
+
+def test_gitignore_rules_past_the_per_file_budget_are_skipped_and_noted() -> None:
+    ignore = GitIgnore()
+    hostile = "\n".join("*a" * 499 + f"*{index}" for index in range(200))
+    ignore.add_text(f"*.log\n{hostile}\n", "")
+    [skipped] = ignore.skipped
+    assert skipped.startswith("'.gitignore' lines ")
+    assert ignore.ignored("x.log", False)  # the rules before the budget still hold
+    assert ignore.ignored("a" * 500 + "3", False)
+
+
+def test_many_long_rules_still_match_each_one() -> None:
+    # Rules are split over several RE2 sets; indices stay those of add order.
+    rules = GlobSet()
+    globs = ["*a" * 400 + f"*x{index}" for index in range(40)]
+    for glob in globs:
+        rules.add(glob_to_regex(glob), glob)
+    assert list(rules.matches("a" * 400 + "x17")) == [17]

@@ -258,20 +258,26 @@ def compile_glob(glob: str, what: str = "glob") -> GlobMatcher:
     return compile_regex(glob_to_regex(glob), glob, what)
 
 
-class GlobSet:
-    """Many full-match regexes (from :func:`glob_to_regex`) matched in one pass (an RE2 set).
+_SET_MAX_BYTES = 8 * 1024  # rules per RE2 set: past some size RE2 refuses the set
 
-    :meth:`add` refuses (with :class:`UnsafeGlobError`) a rule that is too long or that
-    RE2 cannot compile; the set stays usable without it. :meth:`matches` returns the
-    indices, in :meth:`add` order, of the rules that match. The set is compiled on first
-    use, or by :meth:`compile`, and again after a later :meth:`add`.
+
+class GlobSet:
+    """Many full-match regexes (from :func:`glob_to_regex`) matched in few passes.
+
+    Rules are grouped into RE2 sets of at most ``_SET_MAX_BYTES`` of patterns each, so a
+    ``.gitignore`` costs one pass per group, and a huge one is never refused whole (nor
+    makes RE2 log to stderr). :meth:`add` refuses (with :class:`UnsafeGlobError`) a rule
+    that is too long or that RE2 cannot compile; the set stays usable without it.
+    :meth:`matches` returns the indices, in :meth:`add` order, of the rules that match.
+    Groups are compiled on first use, or by :meth:`compile`, and again after a later
+    :meth:`add`.
     """
 
-    __slots__ = ("_regexes", "_set")
+    __slots__ = ("_groups", "_regexes")
 
     def __init__(self) -> None:
         self._regexes: list[bytes] = []
-        self._set: re2.Set | None = None
+        self._groups: list[tuple[int, re2.Set]] | None = None  # (first index, set)
 
     def __len__(self) -> int:
         return len(self._regexes)
@@ -286,27 +292,42 @@ class GlobSet:
                 f"{what} {show(glob)} cannot be matched: {_re2_message(exc)}"
             ) from None
         self._regexes.append(encoded)
-        self._set = None
+        self._groups = None
         return len(self._regexes) - 1
 
     def compile(self) -> None:
-        """Build the RE2 set now; :class:`UnsafeGlobError` if the rules are too big together."""
+        """Build the RE2 sets now (each rule compiled alone already, so each set does)."""
+        groups: list[tuple[int, re2.Set]] = []
+        first, size = 0, 0
+        for index, regex in enumerate(self._regexes):
+            if index > first and size + len(regex) > _SET_MAX_BYTES:
+                groups.append((first, self._group(first, index)))
+                first, size = index, 0
+            size += len(regex)
+        if first < len(self._regexes):
+            groups.append((first, self._group(first, len(self._regexes))))
+        self._groups = groups
+
+    def _group(self, start: int, stop: int) -> re2.Set:
         compiled = re2.Set.FullMatchSet(_options())
         try:
-            for regex in self._regexes:
+            for regex in self._regexes[start:stop]:
                 compiled.Add(regex)
             compiled.Compile()
         except re2.error as exc:
-            raise UnsafeGlobError(
-                f"the rules cannot be matched together: {_re2_message(exc)}"
-            ) from None
-        self._set = compiled
+            raise UnsafeGlobError(f"the rules cannot be matched: {_re2_message(exc)}") from None
+        return compiled
 
     def matches(self, rel: str) -> Sequence[int]:
         if not self._regexes:
             return ()
-        if self._set is None:
+        if self._groups is None:
             self.compile()
-        assert self._set is not None
-        found: list[int] | None = self._set.Match(_encode(rel))
-        return found or ()
+        assert self._groups is not None
+        text = _encode(rel)
+        found: list[int] = []
+        for first, compiled in self._groups:
+            hits: list[int] | None = compiled.Match(text)
+            if hits:
+                found.extend(first + hit for hit in hits)
+        return found

@@ -33,6 +33,9 @@ from ._patterns import GlobMatcher, GlobSet, UnsafeGlobError, compile_glob, glob
 from ._sandbox import WorkspaceToolError, open_regular, relative_to_root, show
 
 _GITIGNORE_MAX_BYTES = 1024 * 1024
+# Rules matched per .gitignore. Each entry walked is matched against all of them, and a
+# hostile file can make that cost milliseconds per kilobyte; real ones are a few KiB.
+_GITIGNORE_MAX_RULE_CHARS = 64 * 1024
 _NOTE_SKIPPED_SHOWN = 3  # skipped .gitignore lines named in a note; the rest are counted
 
 
@@ -81,7 +84,8 @@ class GitIgnore:
 
     A line that cannot be matched safely (longer than
     :data:`~cleveragents.workspace._patterns.MAX_GLOB_CHARS`, or refused by RE2) is
-    skipped and listed in ``skipped``; :meth:`note` says so for the tool's result.
+    skipped and listed in ``skipped``, and so are the lines past the first 64 KiB of one
+    file's rules; :meth:`note` says so for the tool's result.
     """
 
     files: dict[str, _IgnoreFile] = attrs.field(factory=dict)
@@ -101,7 +105,16 @@ class GitIgnore:
     def add_text(self, text: str, base: str) -> None:
         """Add the rules of a ``.gitignore`` found in ``base`` (relative to the root)."""
         base = "" if base == "." else base
-        for line_no, line in enumerate(text.splitlines(), start=1):
+        budget = _GITIGNORE_MAX_RULE_CHARS
+        lines = text.splitlines()
+        for line_no, line in enumerate(lines, start=1):
+            budget -= len(line)
+            if budget < 0:
+                self.skipped.append(
+                    f"{show(self._source(base))} lines {line_no}-{len(lines)} (past the "
+                    f"first {_GITIGNORE_MAX_RULE_CHARS} characters of rules)"
+                )
+                break
             self._add(line, base, line_no)
         rules = self.files.get(base)
         if rules is not None:
