@@ -23,7 +23,8 @@ model gave it and the rule it broke.
 **Race (TOCTOU) handling.** ``realpath`` and the later ``open`` are two steps; something
 running concurrently (the shell tool, another process) could swap a directory for a
 symlink in between. :func:`open_beneath` therefore never opens the resolved path by name:
-it walks it from a descriptor of the root, one component at a time, with ``O_NOFOLLOW``
+it walks it from a descriptor of the root (the run's pinned one, see :class:`PinnedRoot`,
+so the root's own name is not re-resolved either), one component at a time, with ``O_NOFOLLOW``
 and ``dir_fd``, so a symlink that appears after resolution makes the open fail instead of
 being followed. The residual risks are a bind mount appearing inside the root (needs
 privileges) and a hard link created after the ``st_nlink`` check of a write (the written
@@ -40,6 +41,7 @@ import contextvars
 import errno
 import os
 import stat
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -97,20 +99,47 @@ def given_root(inputs: dict[str, JSONValue]) -> str:
     return os.path.normpath(str(inputs["sandbox_root"]))
 
 
+class _RootDescriptor:
+    """The pinned root's directory descriptor, shared by a run's tool calls.
+
+    Callers never use it directly: :meth:`dup` hands each one its own copy under the
+    lock, so closing the pin (the run ended) cannot pull a descriptor out from under a
+    call still running in a thread, nor let a reused descriptor number point elsewhere.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._fd: int | None = None
+
+    def set(self, fd: int | None) -> None:
+        with self._lock:
+            old, self._fd = self._fd, fd
+        if old is not None:
+            os.close(old)
+
+    def dup(self) -> int | None:
+        with self._lock:
+            return None if self._fd is None else os.dup(self._fd)
+
+
 @attrs.frozen
 class PinnedRoot:
-    """A run's sandbox root as it was at ``run/start``: its real path and its inode.
+    """A run's sandbox root as it was at ``run/start``: its real path, its inode and,
+    while active, an open descriptor of it.
 
     While a pin is active (:meth:`activate`, around the whole run), every tool call
-    checks that the root's name still leads to that same directory, and uses the pinned
-    real path, never a new resolution of the name. So a root swapped for a symlink
-    mid-run (by another run, or a shell) fails every later call of the run with a
-    sandbox violation naming the root, instead of moving the run elsewhere."""
+    checks that the root's name still leads to that same directory, and then opens what
+    it uses beneath the pinned descriptor, never through a new resolution of the name;
+    the shell binds that descriptor. So a root swapped for a symlink mid-run (by another
+    run, or a shell) fails every later call of the run with a sandbox violation naming
+    the root, and a swap that lands between the check and the open still cannot move the
+    call out of the pinned directory."""
 
     given: str
     real: str
     device: int
     inode: int
+    _descriptor: _RootDescriptor = attrs.field(factory=_RootDescriptor, eq=False, repr=False)
 
     @classmethod
     def open(cls, root: str) -> PinnedRoot:
@@ -120,11 +149,17 @@ class PinnedRoot:
 
     @contextlib.contextmanager
     def activate(self) -> Iterator[None]:
+        """Pin the root for the calls made inside: open its descriptor, and close it after.
+
+        If the directory at the real path is no longer the one pinned, no descriptor is
+        opened and every call fails with a sandbox violation."""
+        self._descriptor.set(_open_same_directory(self.real, self.device, self.inode))
         token = _PINNED.set(self)
         try:
             yield
         finally:
             _PINNED.reset(token)
+            self._descriptor.set(None)
 
     def check(self) -> str:
         """The pinned real path, if the root is still the directory pinned."""
@@ -136,11 +171,44 @@ class PinnedRoot:
         except OSError:
             moved = True
         if moved:
-            raise SandboxViolationError(
-                f"sandbox root {show(self.given)} was moved or replaced during the run; "
-                "no tool of this run may use it any more"
-            )
+            raise self._moved()
         return self.real
+
+    def descriptor(self) -> int:
+        """A new descriptor of the pinned directory, which the caller must close."""
+        fd = self._descriptor.dup()
+        if fd is None:
+            raise self._moved()
+        return fd
+
+    def _moved(self) -> SandboxViolationError:
+        return SandboxViolationError(
+            f"sandbox root {show(self.given)} was moved or replaced during the run; "
+            "no tool of this run may use it any more"
+        )
+
+
+def _open_same_directory(real: str, device: int, inode: int) -> int | None:
+    try:
+        fd = os.open(real, os.O_RDONLY | _O_DIRECTORY | _O_NOFOLLOW | _O_CLOEXEC)
+    except OSError:
+        return None
+    info = os.fstat(fd)
+    if (info.st_dev, info.st_ino) != (device, inode):
+        os.close(fd)
+        return None
+    return fd
+
+
+def root_descriptor(root_real: str) -> int:
+    """A descriptor of the real root ``root_real``, which the caller must close.
+
+    The pinned one when a pin for that root is active (see :class:`PinnedRoot`);
+    otherwise the directory opened now, by name."""
+    pinned = _PINNED.get()
+    if pinned is not None and root_real == pinned.real:
+        return pinned.descriptor()
+    return os.open(root_real, os.O_RDONLY | _O_DIRECTORY | _O_CLOEXEC)
 
 
 _PINNED: contextvars.ContextVar[PinnedRoot | None] = contextvars.ContextVar(
@@ -279,7 +347,7 @@ def open_beneath(
     parts = [] if rel == os.curdir else rel.split(os.sep)
     if os.pardir in parts:  # resolve_path never returns such a path
         raise SandboxViolationError(f"path {shown} escapes the sandbox root")
-    dir_fd = os.open(root_real, os.O_RDONLY | _O_DIRECTORY | _O_CLOEXEC)
+    dir_fd = root_descriptor(root_real)
     try:
         if not parts:
             return os.open(".", flags | _O_CLOEXEC, mode, dir_fd=dir_fd)

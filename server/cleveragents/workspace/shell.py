@@ -56,7 +56,7 @@ import attrs
 from cleveragents.tool._spec import ToolAnnotations, ToolSpec
 from cleveragents.tool._types import JSONValue
 
-from ._sandbox import WorkspaceToolError, sandbox_root
+from ._sandbox import WorkspaceToolError, root_descriptor, sandbox_root
 from .files import WorkspaceLimits
 
 BWRAP_ENV = "CLEVERAGENTS_BWRAP"
@@ -346,13 +346,18 @@ class ShellTool:
                 flags += ["--ro-bind", real, real]
         return flags
 
-    def bwrap_argv(self, bwrap: str, root_real: str, command: str) -> list[str]:
-        """The full bwrap command line for one command (order matters: later mounts win)."""
+    def bwrap_argv(
+        self, bwrap: str, root_real: str, command: str, root_fd: int | None = None
+    ) -> list[str]:
+        """The full bwrap command line for one command (order matters: later mounts win).
+
+        With ``root_fd`` (passed to bwrap), the root mounted is that open directory,
+        whatever its name leads to by the time bwrap runs (the run's pinned root)."""
+        bind = ["--bind", root_real] if root_fd is None else ["--bind-fd", str(root_fd)]
         return [
             bwrap,
             *self._common_flags(self._userns),
-            "--bind",
-            root_real,
+            *bind,
             root_real,
             "--chdir",
             root_real,
@@ -373,30 +378,38 @@ class ShellTool:
             raise WorkspaceToolError("timeout_ms must be a positive integer")
         timeout_ms = min(timeout_ms, self.limits.max_shell_timeout_ms)
         confinement = await self.aconfinement()
-        if confinement.confined and confinement.bwrap is not None:
-            argv = self.bwrap_argv(confinement.bwrap, root, command)
-        else:
-            argv = ["/bin/sh", "-c", command]
-        env = self._env if self._env is not None else default_env(root, self.pass_env)
-        spawn = asyncio.ensure_future(
-            asyncio.create_subprocess_exec(
-                *argv,
-                cwd=root,
-                env=env,
-                stdin=asyncio.subprocess.DEVNULL,
-                stdout=asyncio.subprocess.PIPE,
-                stderr=asyncio.subprocess.PIPE,
-                start_new_session=True,
-            )
-        )
+        # The root as an open directory (the run's pinned one): bwrap binds it and the
+        # unconfined shell starts in it through /proc/self/fd, so a swap of the root's
+        # name between the check above and the spawn cannot move the command elsewhere.
+        root_fd = root_descriptor(root)
         try:
-            # Shielded: cancelled mid-spawn, asyncio would kill only the shell, not its
-            # process group, and then wait for the orphans to close the pipes.
-            proc = await asyncio.shield(spawn)
-        except asyncio.CancelledError:
-            proc = await spawn
-            await _terminate(proc, {asyncio.ensure_future(proc.wait())})
-            raise
+            if confinement.confined and confinement.bwrap is not None:
+                argv = self.bwrap_argv(confinement.bwrap, root, command, root_fd)
+            else:
+                argv = ["/bin/sh", "-c", command]
+            env = self._env if self._env is not None else default_env(root, self.pass_env)
+            spawn = asyncio.ensure_future(
+                asyncio.create_subprocess_exec(
+                    *argv,
+                    cwd=f"/proc/self/fd/{root_fd}",
+                    pass_fds=(root_fd,) if confinement.confined else (),
+                    env=env,
+                    stdin=asyncio.subprocess.DEVNULL,
+                    stdout=asyncio.subprocess.PIPE,
+                    stderr=asyncio.subprocess.PIPE,
+                    start_new_session=True,
+                )
+            )
+            try:
+                # Shielded: cancelled mid-spawn, asyncio would kill only the shell, not
+                # its process group, and then wait for the orphans to close the pipes.
+                proc = await asyncio.shield(spawn)
+            except asyncio.CancelledError:
+                proc = await spawn
+                await _terminate(proc, {asyncio.ensure_future(proc.wait())})
+                raise
+        finally:
+            os.close(root_fd)
         cap = self.limits.max_shell_output_bytes
         out_cap, err_cap = _Capture(cap), _Capture(cap)
         out_task = asyncio.ensure_future(_drain(proc.stdout, out_cap))
