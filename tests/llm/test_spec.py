@@ -56,6 +56,24 @@ def test_the_key_comes_from_the_environment_and_never_sits_in_the_spec(
     assert spec.describe() == "openai:m"
 
 
+@pytest.mark.parametrize(
+    ("raw", "key"),
+    [
+        ("sk-pasted\r\n", "sk-pasted"),
+        ("  sk-padded\t", "sk-padded"),
+        ("sk-wrap\r\nped", "sk-wrapped"),
+        ("\r\n", None),
+        ("   ", None),
+        ("", None),
+    ],
+)
+def test_keys_lose_line_ends_and_surrounding_blanks_and_blank_keys_are_unset(
+    monkeypatch: pytest.MonkeyPatch, raw: str, key: str | None
+) -> None:
+    monkeypatch.setenv("MY_KEY", raw)
+    assert ModelSpec("openai", model="m", api_key_env="MY_KEY").api_key() == key
+
+
 def test_precedence_is_run_then_initialize_then_environment(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

@@ -49,10 +49,18 @@ class ModelSpec:
     max_retries: int = 3
 
     def api_key(self) -> str | None:
-        """The API key from the environment; never stored in the spec itself."""
+        """The API key from the environment; never stored in the spec itself.
+
+        CR, LF and surrounding whitespace are dropped: a key pasted with its line end
+        would otherwise be refused as a header value by the HTTP library, which logs the
+        whole header, key included. A key that is empty after that is not set (``None``).
+        """
         default = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}.get(self.provider)
         name = self.api_key_env or default
-        return os.environ.get(name) if name else None
+        raw = os.environ.get(name) if name else None
+        if raw is None:
+            return None
+        return raw.replace("\r", "").replace("\n", "").strip() or None
 
     def describe(self) -> str:
         """A short, secret-free label for logs and transcripts."""
