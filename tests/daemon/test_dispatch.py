@@ -14,8 +14,9 @@ from typing import Any
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from inprocess_kit import Sink, in_process_daemon
+from inprocess_kit import body as _body
 
-from cleveragents.daemon import create_server
 from cleveragents.daemon._dispatch import MAX_DEPTH, Dispatcher
 from cleveragents.protocol import BY_NAME
 
@@ -23,38 +24,8 @@ STANDARD_CODES = {-32700, -32600, -32601, -32602, -32603, -32800, -32002}
 DAEMON_CODES = set(range(-32029, -32009))
 
 
-class Sink:
-    def __init__(self) -> None:
-        self.frames: list[dict[str, Any]] = []
-
-    def write(self, data: bytes) -> None:
-        _, _, body = data.partition(b"\r\n\r\n")
-        self.frames.append(json.loads(body))  # what the daemon writes is always JSON
-
-    async def pace(self) -> None:
-        return None
-
-    def replies(self, msg_id: Any) -> list[dict[str, Any]]:
-        return [
-            f for f in self.frames if "method" not in f and f.get("id") == msg_id
-            and type(f.get("id")) is type(msg_id)
-        ]  # fmt: skip
-
-
-def _body(message: Any) -> bytes:
-    return json.dumps(message).encode()
-
-
 async def _daemon(tmp_path: Path) -> tuple[Dispatcher, Sink]:
-    server = create_server(tmp_path / "state")
-    sink = Sink()
-    dispatcher = Dispatcher(server, sink)
-    (tmp_path / "ws").mkdir(exist_ok=True)
-    dispatcher.receive(_body({"jsonrpc": "2.0", "id": "init", "method": "initialize",
-                              "params": {"processId": None, "capabilities": {},
-                                         "rootUri": (tmp_path / "ws").as_uri()}}))  # fmt: skip
-    assert "result" in sink.replies("init")[0]
-    return dispatcher, sink
+    return await in_process_daemon(tmp_path)  # type: ignore[no-any-return]
 
 
 async def _settle(dispatcher: Dispatcher) -> None:

@@ -31,7 +31,7 @@ import secrets
 from collections.abc import Callable, Coroutine
 from typing import Any, Protocol, TypeGuard
 
-from ..protocol import MAX_BODY, dumps, encode_frame
+from ..protocol import MAX_BODY, RawJson, dumps, encode_frame
 from ._peer import PeerRequestError
 
 logger = logging.getLogger(__name__)
@@ -321,7 +321,10 @@ class Dispatcher:
             self._reply_error(msg_id, INTERNAL_ERROR, "internal error")
             return
         try:
-            text = dumps({"jsonrpc": "2.0", "id": msg_id, "result": result})
+            if isinstance(result, RawJson):  # encoded already: spliced in, not re-encoded
+                text = f'{{"jsonrpc":"2.0","id":{dumps(msg_id)},"result":{result}}}'
+            else:
+                text = dumps({"jsonrpc": "2.0", "id": msg_id, "result": result})
         except (TypeError, ValueError):
             logger.exception("cannot encode the result of request %r", msg_id)
             self._reply_error(msg_id, INTERNAL_ERROR, "internal error: the result is not JSON")

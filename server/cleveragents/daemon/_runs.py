@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import logging
+import secrets
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Sequence
@@ -27,7 +28,7 @@ from typing import Any
 import attrs
 
 from ..llm.spec import ModelSpec, create_caller, resolve_model_spec
-from ..protocol import MAX_BODY, ParamsError, dumps, unstructure, wire
+from ..protocol import MAX_BODY, ParamsError, RawJson, dumps, unstructure, wire
 from ..protocol import methods as m
 from ..tool import (
     CancelToken,
@@ -112,6 +113,13 @@ class Run:
     pinned: PinnedRoot | None = None
     """The sandbox root as pinned at run/start: every tool call checks it still is."""
 
+    record_texts: dict[int, str] = attrs.field(factory=dict)
+    """Each record's JSON text as sent in its ``run/toolCall``, by ``id(record)``: the
+    result is assembled from them, so ending a run of 100,000 records encodes nothing
+    twice and never blocks the event loop for long."""
+    result_text: RawJson | None = None
+    """The RunResult's JSON text once the run ended: the ``run/start`` reply."""
+
     def emit(self, method: str, notification: Any) -> None:
         """Send one numbered notification and log it; nothing after ``run/finished``.
 
@@ -121,13 +129,90 @@ class Run:
             return
         self.seq += 1
         notification.seq = self.seq
-        text = _encode(unstructure(notification))
-        if method == m.RUN_FINISHED and len(text) > _FRAME_ROOM // 4:
-            text = _fit(notification, text)
+        self._send(method, _encode(unstructure(notification)))
+
+    def emit_record(self, record: ToolCallRecord) -> None:
+        """``run/toolCall``, keeping the record's own text for the result."""
+        if self.finished:
+            return
+        self.seq += 1
+        payload = unstructure(wire.ToolCallNotification(self.run_id, self.seq, record))
+        text = _encode(payload["record"])
+        self.record_texts[id(record)] = text
+        self._send(m.RUN_TOOL_CALL, _splice(payload, "record", text))
+
+    async def emit_finished(self, result: wire.RunResult) -> RawJson:
+        """``run/finished``; returns the result's JSON text, which the reply reuses.
+
+        A result of many records is megabytes of text: it is assembled in chunks and
+        written to the transcript from a thread, yielding to the event loop in between,
+        so other runs and requests are served while it ends. The result is trimmed first
+        if it would not fit one frame (see :func:`_fit`)."""
+        text = await self._result_text(result)
+        if not self.finished:
+            self.seq += 1
+            empty = attrs.evolve(result, tool_call_history=[])
+            payload = unstructure(wire.RunFinishedNotification(self.run_id, self.seq, empty))
+            params = _splice(payload, "result", text)
+            await asyncio.sleep(0)
+            if len(params) > _INLINE_WRITE:
+                await asyncio.to_thread(self.transcript.append_raw, m.RUN_FINISHED, params)
+            else:
+                self.transcript.append_raw(m.RUN_FINISHED, params)
+            self.peer.notify_json(m.RUN_FINISHED, params)
+            self.finished = True
+            await asyncio.sleep(0)
+        self.result_text = text
+        self.record_texts = {}
+        return text
+
+    async def _result_text(self, result: wire.RunResult) -> RawJson:
+        history = result.tool_call_history
+        cached = self.record_texts
+        texts: list[str] = []
+        for start in range(0, len(history), _CHUNK):
+            chunk = history[start : start + _CHUNK]
+            texts.extend(cached.get(id(r)) or _encode(unstructure(r)) for r in chunk)
+            await asyncio.sleep(0)
+        result.tool_call_history = []
+        omitted = _fit(texts, len(_encode(unstructure(result)).encode("utf-8")))
+        if omitted:
+            result.omitted_records = omitted
+            logger.warning(
+                "run %s: left %d records out of its result to fit the frame limit",
+                self.run_id, omitted,
+            )  # fmt: skip
+        payload = unstructure(result)
+        result.tool_call_history = history[omitted:]
+        records = "[" + ",".join(texts[omitted:]) + "]"
+        await asyncio.sleep(0)
+        return RawJson(_splice(payload, "toolCallHistory", records))
+
+    def _send(self, method: str, text: str) -> None:
         self.transcript.append_raw(method, text)
         self.peer.notify_json(method, text)
         if method == m.RUN_FINISHED:
             self.finished = True
+
+
+_CHUNK = 2000
+"""Records handled between two yields to the event loop while a run ends."""
+_INLINE_WRITE = 1024 * 1024
+"""Transcript lines longer than this are written from a thread (the write releases the
+GIL; the event loop goes on)."""
+
+_RAW = "\x00raw-" + secrets.token_hex(16)
+_RAW_JSON = dumps(_RAW)
+
+
+def _splice(payload: dict[str, Any], key: str, raw: str) -> str:
+    """The JSON text of ``payload`` with ``payload[key]`` replaced by ``raw``, JSON text
+    made already. The placeholder is random per process, so no value a model or a client
+    sends can be taken for it."""
+    payload[key] = _RAW
+    head = _encode(payload)
+    at = head.index(_RAW_JSON)
+    return head[:at] + raw + head[at + len(_RAW_JSON) :]
 
 
 def _encode(payload: Any) -> str:
@@ -183,7 +268,7 @@ class RunSink:
     def on_tool_call(self, record: ToolCallRecord) -> None:
         run = self.run
         run.tool_call_count += 1
-        run.emit(m.RUN_TOOL_CALL, wire.ToolCallNotification(run.run_id, 0, record))
+        run.emit_record(record)
 
     def on_iteration(self, summary: IterationSummary) -> None:
         run = self.run
@@ -396,19 +481,22 @@ class RunManager:
 
     # -- starting a run --------------------------------------------------------------
 
-    async def start(self, params: wire.RunParams) -> wire.RunResult:
-        """``run/start``: the reply is the RunResult when the run ends. A cancelled
-        request (``$/cancelRequest``) cancels the run, then answers -32800."""
+    async def start(self, params: wire.RunParams) -> RawJson:
+        """``run/start``: the reply is the RunResult (its JSON text, made once for
+        ``run/finished``) when the run ends. A cancelled request (``$/cancelRequest``)
+        cancels the run, then answers -32800."""
         prepared = await self.prepare(params, self.roots())
         run = prepared.run
         task = asyncio.ensure_future(self.run(prepared))
         run.task = task
         try:
-            return await asyncio.shield(task)
+            await asyncio.shield(task)
         except asyncio.CancelledError:
             run.cancel.cancel("$/cancelRequest")
             await asyncio.wait([task], timeout=5)
             raise
+        assert run.result_text is not None  # set by run() before its task ends
+        return run.result_text
 
     async def prepare(self, params: wire.RunParams, roots: Sequence[str]) -> _Prepared:
         """Check everything that can fail before a run exists (design §10.6).
@@ -557,7 +645,7 @@ class RunManager:
         if failure is not None:
             outcome.status = "failed"
             outcome.error = wire.RunError(StateDirError.code, failure)
-        self._finish(run, outcome)
+        await self._finish(run, outcome)
         return outcome
 
     async def _drive(self, run: Run, prepared: _Prepared) -> wire.RunResult:
@@ -611,9 +699,9 @@ class RunManager:
         while len(self._messages) > 64:  # keep memory bounded; transcripts stay on disk
             self._messages.pop(next(iter(self._messages)))
 
-    def _finish(self, run: Run, result: wire.RunResult) -> None:
+    async def _finish(self, run: Run, result: wire.RunResult) -> None:
         try:
-            run.emit(m.RUN_FINISHED, wire.RunFinishedNotification(run.run_id, 0, result))
+            await run.emit_finished(result)
         finally:
             if run.work_done_token is not None:
                 self.peer.progress(run.work_done_token, "end", result.status, None)
@@ -637,7 +725,8 @@ class RunManager:
         when it ends (``RunResult`` has no "running" status to report mid-run)."""
         run = self.active.get(params.run_id)
         if run is not None and run.task is not None:
-            return await asyncio.shield(run.task)
+            await asyncio.shield(run.task)
+            return run.result_text
         return await asyncio.to_thread(self.store.result, params.run_id)
 
     async def list(self, params: wire.EmptyParams) -> dict[str, Any]:
@@ -688,27 +777,17 @@ _FRAME_ROOM = MAX_BODY - 64 * 1024
 """What a RunResult may take in its frame: the limit less room for the envelope."""
 
 
-def _fit(notification: wire.RunFinishedNotification, text: str) -> str:
-    """The ``run/finished`` text, leaving out the oldest records when the result would
-    not fit one frame (each record was already sent in its own ``run/toolCall`` and is
-    in the transcript). The result itself is trimmed too, so the ``run/start`` reply fits."""
-    if len(text.encode("utf-8")) <= _FRAME_ROOM:
-        return text
-    result = notification.result
-    history = result.tool_call_history
-    result.tool_call_history = []
-    used = len(_encode(unstructure(notification)).encode("utf-8")) + 64
+def _fit(texts: list[str], head_bytes: int) -> int:
+    """How many of the oldest records to leave out of a result so that it fits one frame
+    (each was already sent in its own ``run/toolCall`` and is in the transcript)."""
+    room = _FRAME_ROOM - head_bytes
+    if sum(map(len, texts)) + len(texts) <= room // 4:  # 4 bytes per character at most
+        return 0
     kept = 0
-    for record in reversed(history):
-        size = len(_encode(unstructure(record)).encode("utf-8")) + 1
-        if used + size > _FRAME_ROOM:
+    for text in reversed(texts):
+        size = (len(text) if text.isascii() else len(text.encode("utf-8"))) + 1
+        if size > room:
             break
-        used += size
+        room -= size
         kept += 1
-    result.tool_call_history = history[len(history) - kept :]
-    result.omitted_records = len(history) - kept
-    logger.warning(
-        "run %s: left %d records out of its result to fit the frame limit",
-        result.run_id, result.omitted_records,
-    )  # fmt: skip
-    return _encode(unstructure(notification))
+    return len(texts) - kept

@@ -8,7 +8,7 @@ generated from them.
 
 from . import _methods as methods
 from . import _types as wire
-from ._converter import ParamsError, camel, converter, dumps, structure, unstructure
+from ._converter import ParamsError, RawJson, camel, converter, dumps, structure, unstructure
 from ._framing import MAX_BODY, FrameReader, encode_frame, fits, frame, read_body
 from ._methods import BY_NAME, METHODS, PROTOCOL_VERSION, Method
 
@@ -20,6 +20,7 @@ __all__ = [
     "FrameReader",
     "Method",
     "ParamsError",
+    "RawJson",
     "camel",
     "converter",
     "dumps",

@@ -142,6 +142,12 @@ dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=Fa
 ``NaN`` and ``Infinity`` raise ``ValueError``: they are not JSON, and no peer can read them."""
 
 
+class RawJson(str):
+    """JSON text made already, sent as is where a value is expected: a run's result is
+    encoded once, from its records' cached texts, for ``run/finished`` and the
+    ``run/start`` reply alike, instead of being unstructured and encoded again."""
+
+
 class ParamsError(ValueError):
     """Params that do not fit their type; the message names the field."""
 
