@@ -1,6 +1,7 @@
 """What the SDK-backed adapters share: spec checks, the lazy SDK import, the key rule,
-the router, the retry policy and cancellation. Each adapter adds its request body and
-its streaming; nothing here knows a provider's wire format.
+the router, the retry policy, cancellation, and keeping the key and the ``baseUrl``'s
+credentials out of errors and logs (through ``_redact``). Each adapter adds its request
+body and its streaming; nothing here knows a provider's wire format.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from typing import Any, ClassVar
 from ..tool._errors import ModelConfigError
 from ..tool._router import Provider, ToolCallRouter
 from ..tool._types import LLMRequest, LLMResponse
+from ._redact import guard_logs, remember, url_secrets
 from ._retry import (
     RetryPolicy,
     Sleep,
@@ -67,6 +69,7 @@ class SdkCaller(ABC):
                 f"no API key for {spec.describe()}: set {self._key_env}, "
                 "or give a baseUrl for a server that needs none"
             )
+        guard_logs()  # the SDK, and the HTTP stack under it, are imported by now
         self._router = ToolCallRouter(name)
         self._policy = RetryPolicy(spec.max_retries, base_delay_s, max_delay_s, max_retry_after_s)
         self._sleep = sleep
@@ -92,13 +95,16 @@ class SdkCaller(ABC):
     async def _call(self, request: LLMRequest) -> LLMResponse:
         body = self.body(request)
         key = self.spec.api_key()
+        # Read per call, since the environment may change between runs of one caller.
+        secrets = (*((key,) if key else ()), *url_secrets(self.spec.base_url))
+        remember(secrets)
         classify = functools.partial(
             classify_sdk_error,
             sdk=self._sdk,
             timeout_s=self.spec.timeout_s,
             key_env=self._key_env,
             model=self.spec.model,
-            secrets=(key,) if key else (),
+            secrets=secrets,
         )
         async with self._client(key or NO_KEY) as client:
             return await stream_with_retries(

@@ -33,6 +33,7 @@ from ..tool._cancel import CancelToken
 from ..tool._errors import ModelProviderError
 from ..tool._router import StreamAccumulator
 from ..tool._types import LLMResponse
+from ._redact import Redactor
 
 log = logging.getLogger(__name__)
 
@@ -41,7 +42,8 @@ T = TypeVar("T")
 Sleep = Callable[[float], Awaitable[None]]
 
 _MAX_DETAIL = 200
-_KEY_LIKE = re.compile(r"\bsk-[A-Za-z0-9*_.\-]{4,}")  # OpenAI and Anthropic key shapes
+_MAX_SCAN = 16_384
+"""Error text past this is dropped unread: bodies can be huge, and only 200 show."""
 _CONTEXT_OVERFLOW = re.compile(
     r"context[ _-]?(length|window|size)|maximum context|prompt is too long|too many tokens"
     r"|exceeds? the (available|maximum)",
@@ -302,9 +304,11 @@ def _error_fields(body: object) -> tuple[str, str]:
 
 
 def _sanitize(text: str, secrets: Sequence[str]) -> str:
-    """One short line, with keys and anything that looks like one cut out."""
-    for secret in secrets:
-        if secret:
-            text = text.replace(secret, "[redacted]")
-    text = _KEY_LIKE.sub("[redacted]", " ".join(text.split()))
+    """One short line, with the secrets, every word sharing 6 characters with one, key
+    shapes, URL credentials and query strings cut out (see ``_redact``).
+
+    Cut before shortening: shortening first could leave a fragment too short to be
+    recognised at the end of the line.
+    """
+    text = Redactor.of(secrets)(" ".join(text[:_MAX_SCAN].split()))
     return text if len(text) <= _MAX_DETAIL else text[: _MAX_DETAIL - 3] + "..."
