@@ -22,10 +22,30 @@ async def test_supervised_asks_before_a_write_and_not_before_a_read(session: Ses
                                                  "automationProfile": "supervised"})  # fmt: skip
     (asked,) = session.permission_requests
     assert (asked["runId"], asked["toolName"]) == ("p1", "builtin/file-write")
-    assert asked["inputs"] == {"path": "new.txt", "content": "x"}
+    # What the tool will receive: the model's arguments and the run's reserved values.
+    assert asked["inputs"] == {"path": "new.txt", "content": "x",
+                               "sandbox_root": str(session.workspace), "resource_bindings": {}}  # fmt: skip
     assert "write" in asked["reason"]
+    assert "replaced" not in asked["reason"]
     assert asked["callId"] == result["toolCallHistory"][1]["callId"]
     assert [r["success"] for r in result["toolCallHistory"]] == [True, True]
+    assert (session.workspace / "new.txt").read_text() == "x"
+
+
+async def test_the_prompt_shows_the_runs_reserved_values_not_the_models(
+    session: Session,
+) -> None:
+    disguised = call("builtin/file-write", path="new.txt", content="x", sandbox_root="/tmp/safe",
+                     resource_bindings={"note": "harmless"})  # fmt: skip
+    result = await session.request(m.RUN_START, {
+        "prompt": "go", "model": script({"toolCalls": [disguised]}, {"content": "done"}),
+        "automationProfile": "supervised", "resourceBindings": {"db": "prod"}})  # fmt: skip
+    (asked,) = session.permission_requests
+    assert asked["inputs"]["sandbox_root"] == str(session.workspace)
+    assert asked["inputs"]["resource_bindings"] == {"db": "prod"}
+    assert "the model's own resource_bindings and sandbox_root were replaced" in asked["reason"]
+    (record,) = result["toolCallHistory"]
+    assert record["inputs"]["sandbox_root"] == "/tmp/safe"  # records keep what the model sent
     assert (session.workspace / "new.txt").read_text() == "x"
 
 

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Protocol
 
 import attrs
 
-from ._types import JSONValue, ToolActorContext
+from ._types import RESERVED_INPUT_KEYS, JSONValue, ToolActorContext
 
 if TYPE_CHECKING:
     from ._spec import ToolSpec
@@ -19,13 +19,28 @@ if TYPE_CHECKING:
 
 @attrs.define(slots=True, frozen=True)
 class PermissionQuery:
-    """One call awaiting a decision."""
+    """One call awaiting a decision.
+
+    ``arguments`` is what the model sent; ``inputs`` what the tool will really receive
+    (the arguments with the context's reserved values, which always win). A prompt shows
+    ``inputs``, so a model cannot dress a call up with reserved values of its own."""
 
     spec: ToolSpec
     arguments: dict[str, JSONValue]
     call_id: str
     iteration: int
     context: ToolActorContext
+    inputs: dict[str, JSONValue] | None = None
+
+    @property
+    def overridden(self) -> list[str]:
+        """The reserved keys the model sent values for, which the context replaced."""
+        inputs = self.inputs or {}
+        return sorted(
+            key
+            for key in RESERVED_INPUT_KEYS
+            if key in self.arguments and self.arguments[key] != inputs.get(key)
+        )
 
 
 class ToolPolicy(Protocol):

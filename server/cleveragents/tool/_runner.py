@@ -211,8 +211,10 @@ class ToolRunSession:
         spec.validate_input(model_args)
         return {**model_args, **self._reserved}
 
-    def _query(self, spec: ToolSpec, call: ToolCall, iteration: int) -> PermissionQuery:
-        return PermissionQuery(spec, call.arguments, call.id, iteration, self._context)
+    def _query(
+        self, spec: ToolSpec, call: ToolCall, iteration: int, inputs: dict[str, JSONValue]
+    ) -> PermissionQuery:
+        return PermissionQuery(spec, call.arguments, call.id, iteration, self._context, inputs)
 
     def _timeout(self, spec: ToolSpec) -> float | None:
         return spec.timeout_s if spec.timeout_s is not None else self._runner.default_timeout_s
@@ -259,7 +261,7 @@ class ToolRunSession:
             _current_call.set((call, iteration))
             policy = self._runner.policy
             if policy is not None:
-                refusal = policy.authorize(self._query(spec, call, iteration))
+                refusal = policy.authorize(self._query(spec, call, iteration, inputs))
                 if _is_awaitable(refusal):
                     refusal = await refusal
                 if refusal is not None:
@@ -414,7 +416,7 @@ class ToolRunSession:
             _current_call.set((call, iteration))
             policy = self._runner.policy
             if policy is not None:
-                refusal = _resolve(policy.authorize(self._query(spec, call, iteration)))
+                refusal = _resolve(policy.authorize(self._query(spec, call, iteration, inputs)))
                 if refusal is not None:
                     raise ToolPermissionError(str(refusal))
             output = spec.handler(inputs)
