@@ -67,7 +67,8 @@ def _asker(peer: Peer, run_id: str) -> Any:
                 f"{'was' if len(overridden) == 1 else 'were'} replaced by the run's"
             )
         inputs = query.inputs if query.inputs is not None else query.arguments
-        params = wire.PermissionRequestParams(run_id, query.call_id, query.spec.name, inputs, reason)
+        name = query.spec.name
+        params = wire.PermissionRequestParams(run_id, query.call_id, name, inputs, reason)
         msg_id, future = peer.request(m.PERMISSION_REQUEST, unstructure(params))
         try:
             reply = await future
