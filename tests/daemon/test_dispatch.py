@@ -136,15 +136,29 @@ async def test_a_schema_that_is_not_json_schema_is_invalid_params_naming_the_fie
     tmp_path: Path,
 ) -> None:
     dispatcher, sink = await _daemon(tmp_path)
-    for n, schema in enumerate(({"type": "object", "properties": []}, {"type": 5},
-                                {"type": "string", "pattern": "("})):  # fmt: skip
+    cases = [
+        ({"type": "object", "properties": []}, "params.tools[0].inputSchema.properties:"),
+        ({"type": 5}, "params.tools[0].inputSchema.type:"),
+        ({"properties": {"my_name": {"type": "string", "pattern": "("}}},
+         "params.tools[0].inputSchema.properties.my_name.pattern:"),
+        ({"$ref": "http://127.0.0.1:9/schema.json"}, "params.tools[0].inputSchema:"),
+    ]  # fmt: skip
+    for n, (schema, field) in enumerate(cases):
         dispatcher.receive(_body({"jsonrpc": "2.0", "id": n, "method": "tools/register",
                                   "params": {"tools": [{"name": f"t{n}", "description": "d",
                                                         "inputSchema": schema}]}}))  # fmt: skip
         await _settle(dispatcher)
         error = sink.replies(n)[0]["error"]
         assert error["code"] == -32602
-        assert "params.tools[0]" in error["message"]
+        assert error["message"].startswith(field), error["message"]
+    dispatcher.receive(_body({"jsonrpc": "2.0", "id": "out", "method": "tools/register",
+                              "params": {"tools": [{"name": "t", "description": "d",
+                                                    "inputSchema": {"type": "object"},
+                                                    "outputSchema": {"required": "x"}}]}}))  # fmt: skip
+    await _settle(dispatcher)
+    error = sink.replies("out")[0]["error"]
+    assert error["code"] == -32602
+    assert error["message"].startswith("params.tools[0].outputSchema.required:")
     await _still_serves(dispatcher, sink)
 
 

@@ -28,7 +28,7 @@ from typing import Any
 import attrs
 
 from ..llm.spec import ModelSpec, create_caller, resolve_model_spec
-from ..protocol import MAX_BODY, ParamsError, RawJson, dumps, unstructure, wire
+from ..protocol import MAX_BODY, ParamsError, RawJson, camel, dumps, unstructure, wire
 from ..protocol import methods as m
 from ..tool import (
     CancelToken,
@@ -43,6 +43,7 @@ from ..tool import (
     RunNotFoundError,
     RunStateError,
     SandboxViolationError,
+    SchemaDefinitionError,
     StateDirError,
     ToolActorContext,
     ToolAnnotations,
@@ -443,11 +444,12 @@ class RunManager:
                 ),
                 timeout_s=timeout,
             )
-        except CleverAgentsError:
-            raise
-        except Exception as exc:  # noqa: BLE001 - a schema that does not compile, whatever it raised
-            problem = _schema_problem(exc)
-            raise ParamsError(f"params.tools[{index}]: tool {name!r}: {problem}") from None
+        except SchemaDefinitionError as exc:
+            where = ".".join(part for part in (camel(exc.field), exc.path) if part)
+            raise ParamsError(
+                f"params.tools[{index}].{where}: {exc.problem} (tool {name!r}: "
+                "not a valid JSON Schema)"
+            ) from None
 
     def _client_handler(self, name: str) -> Callable[[dict[str, Any]], Awaitable[Any]]:
         async def call_client(inputs: dict[str, Any]) -> Any:
@@ -765,12 +767,6 @@ def _check_text(text: str, field: str) -> None:
         text.encode("utf-8")
     except UnicodeEncodeError:
         raise ParamsError(f"{field}: invalid Unicode (a lone surrogate)") from None
-
-
-def _schema_problem(exc: BaseException) -> str:
-    if isinstance(exc, ValueError) and str(exc):
-        return str(exc)
-    return f"the inputSchema is not a valid JSON Schema ({type(exc).__name__})"
 
 
 _FRAME_ROOM = MAX_BODY - 64 * 1024

@@ -35,7 +35,14 @@ from ._registry import ToolRegistry
 from ._router import ProviderMessages, StreamAccumulator, ToolCallRouter
 from ._runner import Stage, StageObserver, ToolRunner, ToolRunSession, current_tool_call
 from ._runtime import DEFAULT_MAX_ITERATIONS, ToolCallingRuntime
-from ._spec import TOOL_NAME_PATTERN, ToolAnnotations, ToolHandler, ToolKind, ToolSpec
+from ._spec import (
+    TOOL_NAME_PATTERN,
+    SchemaDefinitionError,
+    ToolAnnotations,
+    ToolHandler,
+    ToolKind,
+    ToolSpec,
+)
 from ._types import (
     RESERVED_INPUT_KEYS,
     JSONValue,
@@ -79,6 +86,7 @@ __all__ = [
     "RunNotFoundError",
     "RunStateError",
     "SandboxViolationError",
+    "SchemaDefinitionError",
     "Stage",
     "StageObserver",
     "StateDirError",

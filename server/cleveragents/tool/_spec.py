@@ -11,6 +11,7 @@ import json
 import re
 import threading
 from collections.abc import Awaitable, Callable, Mapping
+from pathlib import Path
 from typing import Any, Literal
 
 import attrs
@@ -44,20 +45,92 @@ _validator_cache: dict[str, Validator] = {}
 _validator_lock = threading.Lock()
 
 
+class SchemaDefinitionError(ValueError):
+    """A schema that is not a valid JSON Schema (draft 7). ``path`` leads from the schema's
+    root to the offending keyword, so a caller can name the field: ``properties``,
+    ``properties.x.pattern``."""
+
+    def __init__(self, path: str, problem: str, field: str = "") -> None:
+        where = ".".join(part for part in (field, path) if part) or "the schema"
+        super().__init__(f"invalid JSON Schema: {where} {problem}")
+        self.path = path
+        self.problem = problem
+        self.field = field
+        """Which of a tool's schemas: ``input_schema`` or ``output_schema``."""
+
+
+_META_SCHEMA = Path(__file__).with_name("json-schema-draft-07.json")
+_meta_validator: Validator | None = None
+
+
+def _check_definition(schema: Mapping[str, JSONValue]) -> None:
+    """Check ``schema`` against the draft-7 meta-schema (compiled on first use), so a
+    malformed schema is refused naming its keyword instead of failing inside the
+    compiler with whatever that raised."""
+    global _meta_validator
+    if _meta_validator is None:
+        meta = json.loads(_META_SCHEMA.read_text(encoding="utf-8"))
+        _meta_validator = fastjsonschema.compile(meta, use_default=False)
+    try:
+        _meta_validator(schema)
+    except fastjsonschema.JsonSchemaValueException as exc:
+        path = ".".join(str(part) for part in (exc.path or [])[1:])
+        problem = str(exc.message).split(" ", 1)[1] if " " in str(exc.message) else "is invalid"
+        if exc.rule == "anyOf":  # "cannot be validated by any definition": say what is
+            problem = "is not a valid value for this keyword"
+        raise SchemaDefinitionError(path, problem) from None
+
+
+class _NoRemoteRefs(dict[str, Callable[[str], Any]]):
+    """URI handlers for every scheme, each refusing: the compiler would otherwise fetch a
+    remote ``$ref`` with urllib, blocking on the network."""
+
+    def __contains__(self, scheme: object) -> bool:
+        return True
+
+    def __missing__(self, scheme: str) -> Callable[[str], Any]:
+        return _refuse_remote
+
+
+def _refuse_remote(uri: str) -> Any:
+    raise fastjsonschema.JsonSchemaDefinitionException(f"remote $ref {uri!r} is not fetched")
+
+
+_NO_REMOTE_REFS = _NoRemoteRefs()
+
+
 def compile_schema(schema: Mapping[str, JSONValue]) -> Validator:
-    """Compile a JSON Schema once; identical schemas share one validator."""
+    """Compile a JSON Schema once; identical schemas share one validator.
+
+    ``SchemaDefinitionError`` (a ``ValueError``) names the keyword of a schema that is
+    not valid JSON Schema."""
     key = json.dumps(schema, sort_keys=True, separators=(",", ":"))
     with _validator_lock:
         validator = _validator_cache.get(key)
         if validator is None:
+            _check_definition(schema)
             try:
                 # use_default=False: a validator must not write schema defaults into the
                 # arguments; records and tools/call carry exactly what the model sent.
-                validator = fastjsonschema.compile(dict(schema), use_default=False)
+                # No remote handlers: a "$ref" to a URL is refused, never fetched.
+                validator = fastjsonschema.compile(
+                    dict(schema), handlers=_NO_REMOTE_REFS, use_default=False
+                )
             except fastjsonschema.JsonSchemaDefinitionException as exc:
-                raise ValueError(f"invalid JSON Schema: {exc}") from exc
+                raise SchemaDefinitionError("", f"cannot be compiled: {exc}") from exc
+            except (ValueError, TypeError, AttributeError, KeyError, re.error) as exc:
+                raise SchemaDefinitionError(
+                    "", f"cannot be compiled ({type(exc).__name__})"
+                ) from exc
             _validator_cache[key] = validator
     return validator
+
+
+def _compile_field(schema: Mapping[str, JSONValue], field: str) -> Validator:
+    try:
+        return compile_schema(schema)
+    except SchemaDefinitionError as exc:
+        raise SchemaDefinitionError(exc.path, exc.problem, field) from None
 
 
 def is_async_callable(fn: object) -> bool:
@@ -134,9 +207,11 @@ class ToolSpec:
         self.is_async = is_async_callable(self.handler)
         parameters = _strip_reserved(self.input_schema)
         self.schema = ToolSchema(self.name, self.description, parameters)
-        self._validate_input = compile_schema(parameters)
+        self._validate_input = _compile_field(parameters, "input_schema")
         self._validate_output = (
-            compile_schema(self.output_schema) if self.output_schema is not None else None
+            _compile_field(self.output_schema, "output_schema")
+            if self.output_schema is not None
+            else None
         )
         if self.kind is None:
             self.kind = "read" if self.annotations.read_only else "write"

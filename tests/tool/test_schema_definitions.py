@@ -1,0 +1,51 @@
+"""A tool's schemas are checked against the JSON Schema meta-schema when the spec is built:
+a malformed one is refused naming its keyword, and a remote ``$ref`` is never fetched."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from cleveragents.tool import SchemaDefinitionError, ToolSpec
+
+
+def _spec(input_schema: Any, output_schema: Any = None) -> ToolSpec:
+    return ToolSpec("t/x", "X.", input_schema, lambda inputs: None, output_schema=output_schema)
+
+
+@pytest.mark.parametrize(
+    ("schema", "path"),
+    [
+        ({"type": "object", "properties": []}, "properties"),
+        ({"type": 5}, "type"),
+        ({"required": "name"}, "required"),
+        ({"properties": {"a": {"type": "string", "pattern": "(unclosed"}}}, "properties.a.pattern"),
+        ({"properties": {"a": {"minLength": -1}}}, "properties.a.minLength"),
+    ],
+)
+def test_a_malformed_input_schema_is_refused_naming_its_keyword(schema: Any, path: str) -> None:
+    with pytest.raises(SchemaDefinitionError) as caught:
+        _spec(schema)
+    assert (caught.value.field, caught.value.path) == ("input_schema", path)
+    assert f"input_schema.{path} " in str(caught.value)
+
+
+def test_a_malformed_output_schema_says_it_is_the_output_schema() -> None:
+    with pytest.raises(SchemaDefinitionError) as caught:
+        _spec({"type": "object"}, {"type": "nonsense"})
+    assert (caught.value.field, caught.value.path) == ("output_schema", "type")
+
+
+def test_a_remote_ref_is_refused_not_fetched() -> None:
+    # Port 9 on loopback (discard) is closed here: a fetch would fail differently or hang.
+    with pytest.raises(SchemaDefinitionError, match="not fetched"):
+        _spec({"$ref": "http://127.0.0.1:9/schema.json"})
+
+
+def test_local_refs_and_ordinary_schemas_still_compile() -> None:
+    spec = _spec({"type": "object", "properties": {"a": {"$ref": "#/definitions/s"}},
+                  "definitions": {"s": {"type": "string", "pattern": "^[a-z]+$"}}})  # fmt: skip
+    spec.validate_input({"a": "abc"})
+    with pytest.raises(ValueError, match="a"):
+        spec.validate_input({"a": "ABC"})
