@@ -2,6 +2,8 @@
 
 ``run`` spawns a daemon on the workspace, starts one run and streams it; with ``--json``
 each notification is printed as ``{"method": ..., "params": ...}`` exactly as received.
+Everything printed passes through ``_terminal``: the model writes much of it, and must
+not reach the terminal's escape sequences.
 Exit codes (design §10.13): 0 completed, 1 failed or limit, 130 cancelled, 2 usage error.
 """
 
@@ -9,13 +11,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import sys
 from pathlib import Path
 from typing import Any
 
 from ._client import Client
 from ._connection import RpcError
+from ._terminal import json_line, printable
 from .demo import describe
 
 EXIT_CODES = {"completed": 0, "failed": 1, "limit": 1, "cancelled": 130}
@@ -25,12 +27,15 @@ EXIT_USAGE = 2
 async def _run(args: argparse.Namespace) -> int:
     workspace = Path(args.workspace).resolve()  # noqa: ASYNC240 - once, at start
     if not workspace.is_dir():
-        print(f"cleveragents run: workspace {workspace} is not a directory", file=sys.stderr)
+        print(
+            printable(f"cleveragents run: workspace {workspace} is not a directory"),
+            file=sys.stderr,
+        )
         return EXIT_USAGE
 
     def show(method: str, params: dict[str, Any]) -> None:
         if args.json:
-            print(json.dumps({"method": method, "params": params}, ensure_ascii=False), flush=True)
+            print(json_line({"method": method, "params": params}), flush=True)
         else:
             print(describe(method, params), flush=True)
 
@@ -46,14 +51,14 @@ async def _run(args: argparse.Namespace) -> int:
         try:
             result = await run
         except RpcError as exc:
-            print(f"cleveragents run: {exc.message}", file=sys.stderr)
+            print(printable(f"cleveragents run: {exc.message}"), file=sys.stderr)
             return EXIT_USAGE
         except asyncio.CancelledError:
             return EXIT_CODES["cancelled"]
     if not args.json:
-        print(result["content"])
+        print(printable(result["content"]))
         if result.get("error"):
-            print(f"error: {result['error']['message']}", file=sys.stderr)
+            print(printable(f"error: {result['error']['message']}"), file=sys.stderr)
     return EXIT_CODES.get(result["status"], 1)
 
 

@@ -3,6 +3,8 @@
 It spawns ``cleveragents serve`` on a temporary copy of the sample workspace, registers
 one client tool (``client/show-message``), answers permission requests, and prints every
 notification as it streams. The model is the embedded scripted one: no key, no network.
+Its ``describe`` is also how ``cleveragents run`` draws a notification; every line it
+returns, and everything else the demo prints from the run, passes through ``_terminal``.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from typing import Any
 
 from ..protocol import methods as m
 from ._client import Client
+from ._terminal import printable
 
 SAMPLE = Path(__file__).resolve().parent.parent / "demo_workspace"
 
@@ -43,11 +46,12 @@ def _short(value: Any, width: int = 90) -> str:
 
 def describe(method: str, params: dict[str, Any], root: str | None = None) -> str:
     """One line per notification, as an IDE panel would draw it (paths under ``root``
-    shown relative to it, to keep lines short)."""
+    shown relative to it, to keep lines short), safe to print: the model controls most
+    of it (text, tool names, inputs, outputs, errors)."""
     if root:
         prefix = json.dumps(root.rstrip("/") + "/")[1:-1]  # as it appears inside JSON text
         params = json.loads(json.dumps(params).replace(prefix, ""))
-    return _describe(method, params)
+    return printable(_describe(method, params))
 
 
 def _describe(method: str, params: dict[str, Any]) -> str:
@@ -83,13 +87,15 @@ async def _demo(workspace: Path, state_dir: Path) -> int:
 
         def show_message(arguments: dict[str, Any]) -> dict[str, Any]:
             shown.append(str(arguments.get("text")))
-            print(f"     (editor) message shown: {arguments.get('text')}")
+            print(printable(f"     (editor) message shown: {arguments.get('text')}"))
             return {"shown": True}
 
         def approve(request: dict[str, Any]) -> str:
             print(
-                f"     (editor) permission for {request['toolName']}: "
-                f"{request['reason']} -> allow_once"
+                printable(
+                    f"     (editor) permission for {request['toolName']}: "
+                    f"{request['reason']} -> allow_once"
+                )
             )
             return "allow_once"
 
@@ -110,10 +116,11 @@ async def _demo(workspace: Path, state_dir: Path) -> int:
         )
         print()
         print(f"status:      {result['status']}")
-        print(f"content:     {result['content']}")
+        print(printable(f"content:     {result['content']}"))
         print(f"iterations:  {result['iterations']}")
         print(f"tool calls:  {len(result['toolCallHistory'])}")
-        print(f"greet.py now: {(workspace / 'src/greet.py').read_text().splitlines()[-1].strip()}")
+        last_line = (workspace / "src/greet.py").read_text().splitlines()[-1].strip()
+        print(printable(f"greet.py now: {last_line}"))
         print(f"transcript:  {state_dir / 'runs' / (result['runId'] + '.jsonl')}")
         return 0 if result["status"] == "completed" else 1
 

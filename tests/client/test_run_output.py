@@ -1,0 +1,79 @@
+"""``cleveragents run`` through the real CLI and daemon, with a model and a tool output
+full of terminal escape sequences: none reaches the terminal, in either output mode."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+CONTROLS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+"""Everything but newline and tab that a terminal might act on: ESC, BEL, CR, C1, DEL."""
+
+HOSTILE = (
+    "\x1b]0;pwned title\x07"  # OSC 0: window title
+    "\x1b]52;c;ZWNobyBwd25lZA==\x1b\\"  # OSC 52: clipboard
+    "\x1b[2A\x1b[2J"  # cursor up two lines, clear the screen
+    "\x9b1;1H\x9d0;8-bit\x9c"  # 8-bit CSI and OSC
+    "\r\x08\x7f"
+)
+FIRST = f"Reading{HOSTILE} the notes."
+LAST = f"Done{HOSTILE}.\n\tBye."
+NOTES = f"notes line one{HOSTILE}\nline two\n"
+ODD_TOOL = f"builtin/no{HOSTILE}such"
+MISSING = f"missing{HOSTILE}.txt"
+
+
+def run_cli(tmp_path: Path, *extra: str) -> subprocess.CompletedProcess[bytes]:
+    (tmp_path / "ws").mkdir(exist_ok=True)
+    (tmp_path / "ws" / "notes.txt").write_text(NOTES)
+    turns: list[dict[str, Any]] = [
+        {
+            "content": FIRST,
+            "toolCalls": [
+                {"name": "builtin/file-read", "arguments": {"path": "notes.txt"}},
+                {"name": ODD_TOOL, "arguments": {"why": HOSTILE}},
+                {"name": "builtin/file-read", "arguments": {"path": MISSING}},
+            ],
+        },
+        {"content": LAST},
+    ]
+    script = tmp_path / "turns.json"
+    script.write_text(json.dumps(turns))
+    return subprocess.run(
+        [sys.executable, "-m", "cleveragents", "run", "read the notes",
+         "--model", f"scripted:{script}", "--workspace", str(tmp_path / "ws"),
+         "--state-dir", str(tmp_path / "state"), *extra],
+        capture_output=True, timeout=60, env=dict(os.environ),
+    )  # fmt: skip
+
+
+def test_run_prints_model_and_tool_text_without_escape_sequences(tmp_path: Path) -> None:
+    out = run_cli(tmp_path)
+    assert out.returncode == 0, out.stderr
+    stdout = out.stdout.decode()
+    assert not CONTROLS.findall(stdout)
+    assert not CONTROLS.findall(out.stderr.decode())
+    # The words around the sequences still show, with their newlines and tabs.
+    assert "Reading the notes." in stdout
+    assert "run/toolCallStarted  builtin/nosuch {" in stdout
+    assert "FAILED: unknown tool" in stdout
+    assert stdout.endswith("Done.\n\tBye.\n")
+
+
+def test_run_json_escapes_every_control_and_keeps_the_text_exact(tmp_path: Path) -> None:
+    out = run_cli(tmp_path, "--json")
+    assert out.returncode == 0, out.stderr
+    stdout = out.stdout.decode()
+    assert not CONTROLS.findall(stdout)
+    events = [json.loads(line) for line in stdout.splitlines()]
+    finished = events[-1]["params"]["result"]
+    assert finished["content"] == LAST
+    by_name = {(r["toolName"], r["inputs"].get("path")): r for r in finished["toolCallHistory"]}
+    assert by_name["builtin/file-read", "notes.txt"]["output"]["content"] == NOTES
+    assert by_name[ODD_TOOL, None]["success"] is False
+    assert by_name["builtin/file-read", MISSING]["success"] is False
