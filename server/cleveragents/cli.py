@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import argparse
 import gc
-import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -94,7 +93,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def runs_command(args: argparse.Namespace) -> int:
-    """Read transcripts directly: no daemon needed to look at past runs."""
+    """Read transcripts directly: no daemon needed to look at past runs. What a model
+    wrote is in them, so it is printed as ``run`` prints it (see ``client._terminal``)."""
+    from .client._terminal import json_text, printable
     from .daemon import TranscriptStore, default_state_dir
     from .tool import RunNotFoundError
 
@@ -102,17 +103,19 @@ def runs_command(args: argparse.Namespace) -> int:
     if args.runs_command == "list":
         for summary in store.summaries():
             print(
-                f"{summary['runId']}  {summary['status']:<9}  {summary['startedAt']}  "
-                f"{summary['iterations']} it  {summary['toolCallCount']} calls  "
-                f"{summary['prompt'][:50]}"
+                printable(
+                    f"{summary['runId']}  {summary['status']:<9}  {summary['startedAt']}  "
+                    f"{summary['iterations']} it  {summary['toolCallCount']} calls  "
+                    f"{summary['prompt'][:50]}"
+                )
             )
         return 0
     try:
         result = store.result(args.run_id)
     except RunNotFoundError as exc:
-        print(f"cleveragents runs show: {exc.message}", file=sys.stderr)
+        print(printable(f"cleveragents runs show: {exc.message}"), file=sys.stderr)
         return 1
-    print(json.dumps({"method": "run/get", "result": result}, indent=2, ensure_ascii=False))
+    print(json_text({"method": "run/get", "result": result}, indent=2))
     return 0
 
 

@@ -1,5 +1,6 @@
 """``cleveragents run`` through the real CLI and daemon, with a model and a tool output
-full of terminal escape sequences: none reaches the terminal, in either output mode."""
+full of terminal escape sequences: none reaches the terminal, in either output mode, nor
+later through ``cleveragents runs`` reading the transcript."""
 
 from __future__ import annotations
 
@@ -28,6 +29,15 @@ ODD_TOOL = f"builtin/no{HOSTILE}such"
 MISSING = f"missing{HOSTILE}.txt"
 
 
+def cli(*args: str) -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run(
+        [sys.executable, "-m", "cleveragents", *args],
+        capture_output=True,
+        timeout=60,
+        env=dict(os.environ),
+    )
+
+
 def run_cli(tmp_path: Path, *extra: str) -> subprocess.CompletedProcess[bytes]:
     (tmp_path / "ws").mkdir(exist_ok=True)
     (tmp_path / "ws" / "notes.txt").write_text(NOTES)
@@ -44,12 +54,9 @@ def run_cli(tmp_path: Path, *extra: str) -> subprocess.CompletedProcess[bytes]:
     ]
     script = tmp_path / "turns.json"
     script.write_text(json.dumps(turns))
-    return subprocess.run(
-        [sys.executable, "-m", "cleveragents", "run", "read the notes",
-         "--model", f"scripted:{script}", "--workspace", str(tmp_path / "ws"),
-         "--state-dir", str(tmp_path / "state"), *extra],
-        capture_output=True, timeout=60, env=dict(os.environ),
-    )  # fmt: skip
+    return cli("run", f"read the notes{HOSTILE}", "--model", f"scripted:{script}",
+               "--workspace", str(tmp_path / "ws"), "--state-dir", str(tmp_path / "state"),
+               *extra)  # fmt: skip
 
 
 def test_run_prints_model_and_tool_text_without_escape_sequences(tmp_path: Path) -> None:
@@ -77,3 +84,19 @@ def test_run_json_escapes_every_control_and_keeps_the_text_exact(tmp_path: Path)
     assert by_name["builtin/file-read", "notes.txt"]["output"]["content"] == NOTES
     assert by_name[ODD_TOOL, None]["success"] is False
     assert by_name["builtin/file-read", MISSING]["success"] is False
+
+
+def test_runs_list_and_show_print_the_transcript_without_escape_sequences(
+    tmp_path: Path,
+) -> None:
+    assert run_cli(tmp_path).returncode == 0
+    state = str(tmp_path / "state")
+    listing = cli("runs", "list", "--state-dir", state)
+    assert listing.returncode == 0, listing.stderr
+    assert "read the notes" in listing.stdout.decode()
+    assert not CONTROLS.findall(listing.stdout.decode())
+    run_id = listing.stdout.decode().split()[0]
+    shown = cli("runs", "show", run_id, "--state-dir", state)
+    assert shown.returncode == 0, shown.stderr
+    assert not CONTROLS.findall(shown.stdout.decode())
+    assert json.loads(shown.stdout)["result"]["content"] == LAST

@@ -1,4 +1,4 @@
-"""``printable`` and ``json_line``: model text made inert for a terminal."""
+"""``printable`` and ``json_text``: model text made inert for a terminal."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from cleveragents.client._terminal import json_line, printable
+from cleveragents.client._terminal import json_text, printable
 
 ANY_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
@@ -54,9 +54,9 @@ def test_hostile_text_is_cleaned_in_linear_time(hostile: str) -> None:
     assert not ANY_CONTROL.search(cleaned)
 
 
-def test_json_lines_escape_the_controls_json_dumps_leaves_raw() -> None:
+def test_json_texts_escape_the_controls_json_dumps_leaves_raw() -> None:
     value = {"text": "\x1b]0;t\x07 \x9b2J \x9d52;c;x\x9c \x7f Grüße\n", "n": 1}
-    line = json_line(value)
+    line = json_text(value)
     assert not ANY_CONTROL.search(line)
     assert "Grüße" in line  # non-ASCII text stays readable
     assert json.loads(line) == value

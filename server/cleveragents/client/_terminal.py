@@ -4,7 +4,7 @@ A model chooses its own text, its tool calls' names and arguments, and (through 
 tools) much of their output. Printed raw, an escape sequence in any of them can set the
 window title (OSC 0), write the clipboard (OSC 52), move the cursor to rewrite lines
 already shown (CSI), or worse on some terminals. :func:`printable` removes every such
-sequence, and every control character but newline and tab; :func:`json_line` escapes
+sequence, and every control character but newline and tab; :func:`json_text` escapes
 the few that ``json.dumps`` leaves raw.
 
 Deliberately knows nothing of the protocol: callers decide what to print, this module
@@ -39,12 +39,12 @@ def printable(text: str) -> str:
     return _SEQUENCE.sub("", text)
 
 
-def json_line(value: Any) -> str:
-    """``value`` as one line of JSON with no raw control character in it.
+def json_text(value: Any, indent: int | None = None) -> str:
+    """``value`` as JSON with no raw control character in it (one line by default).
 
     ``json.dumps`` escapes U+0000-U+001F itself, but with ``ensure_ascii=False`` it
     leaves DEL and the C1 controls (8-bit CSI and OSC among them) raw. Those can only sit
     inside JSON strings, where ``\\u009b`` means the same character.
     """
-    text = json.dumps(value, ensure_ascii=False)
+    text = json.dumps(value, ensure_ascii=False, indent=indent)
     return _RAW_IN_JSON.sub(lambda m: f"\\u{ord(m.group()):04x}", text)

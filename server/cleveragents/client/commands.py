@@ -17,7 +17,7 @@ from typing import Any
 
 from ._client import Client
 from ._connection import RpcError
-from ._terminal import json_line, printable
+from ._terminal import json_text, printable
 from .demo import describe
 
 EXIT_CODES = {"completed": 0, "failed": 1, "limit": 1, "cancelled": 130}
@@ -35,7 +35,7 @@ async def _run(args: argparse.Namespace) -> int:
 
     def show(method: str, params: dict[str, Any]) -> None:
         if args.json:
-            print(json_line({"method": method, "params": params}), flush=True)
+            print(json_text({"method": method, "params": params}), flush=True)
         else:
             print(describe(method, params), flush=True)
 
