@@ -211,6 +211,32 @@ def root_descriptor(root_real: str) -> int:
     return os.open(root_real, os.O_RDONLY | _O_DIRECTORY | _O_CLOEXEC)
 
 
+def open_directory_at(name: str, dir_fd: int) -> int:
+    """Open the subdirectory ``name`` of the open directory ``dir_fd``, never following a
+    symlink: a name swapped for a symlink (or a file) since it was listed fails with
+    ``ELOOP`` or ``ENOTDIR`` instead of leading elsewhere. The caller closes the result."""
+    return os.open(name, os.O_RDONLY | _O_DIRECTORY | _O_NOFOLLOW | _O_CLOEXEC, dir_fd=dir_fd)
+
+
+def open_regular_at(name: str, dir_fd: int) -> int | None:
+    """Open the regular file ``name`` of the open directory ``dir_fd`` for reading.
+
+    Never follows a symlink and never blocks on a FIFO; anything but a regular file (on
+    the descriptor's ``fstat``) gives ``None``. ``OSError`` (missing, unreadable) passes
+    through. The caller closes the result."""
+    flags = os.O_RDONLY | _O_NOFOLLOW | _O_NONBLOCK | _O_CLOEXEC
+    fd = os.open(name, flags, dir_fd=dir_fd)
+    try:
+        regular = stat.S_ISREG(os.fstat(fd).st_mode)
+    except BaseException:
+        os.close(fd)
+        raise
+    if not regular:
+        os.close(fd)
+        return None
+    return fd
+
+
 _PINNED: contextvars.ContextVar[PinnedRoot | None] = contextvars.ContextVar(
     "cleveragents_pinned_root", default=None
 )

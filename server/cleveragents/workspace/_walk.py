@@ -10,33 +10,54 @@ Owns:
   :data:`~cleveragents.workspace._patterns.MAX_GLOB_CHARS` is refused.
 * :class:`GitIgnore`: the ``.gitignore`` subset honoured (documented on the class).
 * :class:`Walk`: a sorted, depth-first walk beneath a base directory that never follows
-  symlinks, skips ``.git`` and ignored entries, and stops after a number of entries.
+  symlinks, skips ``.git`` and ignored entries, and stops after a number of entries or
+  levels, or when its stop callback raises.
+
+The walk goes by directory descriptors, never by name: it starts from the root's
+descriptor (the run's pinned one, see :func:`~cleveragents.workspace._sandbox.root_descriptor`),
+opens each directory beneath its parent's descriptor with ``O_NOFOLLOW`` and lists it
+through that descriptor. A directory swapped for a symlink after its parent was listed
+then fails to open (``ELOOP``/``ENOTDIR``) and is skipped, never followed; and a swap of
+the root's own name cannot move the walk. It is iterative (an explicit stack, so no
+recursion limit) and holds at most one descriptor per level, under the depth cap.
+``.gitignore`` files are opened beneath the same descriptors.
 
 It does not know the tools, their arguments, outputs or limits, nor how a path the model
 gave is checked: callers pass already resolved real paths (see
 :mod:`~cleveragents.workspace._sandbox`), and decide what to report of each
-:class:`Entry`. ``.gitignore`` files are opened with
-:func:`~cleveragents.workspace._sandbox.open_regular`, like every other file.
+:class:`Entry` (files are opened afresh with ``open_beneath``).
 """
 
 from __future__ import annotations
 
+import errno
 import os
-from collections.abc import Iterator
-from pathlib import Path
+from collections.abc import Callable, Iterator
 
 import attrs
 
-from cleveragents.tool._errors import SandboxViolationError
-
 from ._patterns import GlobMatcher, GlobSet, UnsafeGlobError, compile_glob, glob_to_regex
-from ._sandbox import WorkspaceToolError, open_regular, relative_to_root, show
+from ._sandbox import (
+    open_directory_at,
+    open_regular_at,
+    relative_to_root,
+    root_descriptor,
+    show,
+)
 
 _GITIGNORE_MAX_BYTES = 1024 * 1024
 # Rules matched per .gitignore. Each entry walked is matched against all of them, and a
 # hostile file can make that cost milliseconds per kilobyte; real ones are a few KiB.
 _GITIGNORE_MAX_RULE_CHARS = 64 * 1024
 _NOTE_SKIPPED_SHOWN = 3  # skipped .gitignore lines named in a note; the rest are counted
+
+DEFAULT_MAX_DEPTH = 256
+"""Levels beneath its base a :class:`Walk` enters by default. Real trees are a few dozen
+deep; a hostile one (1,500 levels from one ``file-write``) must still answer, and the
+walk holds one open descriptor per level."""
+
+_ENTRIES_PER_CHECK = 1024  # directory entries read between two calls of the stop callback
+_SWAPPED = frozenset({errno.ELOOP, errno.ENOTDIR, errno.EMLINK})  # O_NOFOLLOW met a non-dir
 
 
 @attrs.define(slots=True, frozen=True)
@@ -91,16 +112,18 @@ class GitIgnore:
     files: dict[str, _IgnoreFile] = attrs.field(factory=dict)
     skipped: list[str] = attrs.field(factory=list)
 
-    def load(self, root_real: str, dir_real: str) -> None:
-        """Read ``dir_real``'s ``.gitignore``, if it is a plain file inside the root."""
-        shown = show(relative_to_root(root_real, os.path.join(dir_real, ".gitignore")))
+    def load_at(self, dir_fd: int, base: str) -> None:
+        """Read the ``.gitignore`` of the open directory ``dir_fd`` (``base``, relative to
+        the root), if it is a plain file; a symlink, FIFO or unreadable one is ignored."""
         try:
-            fd, info = open_regular(root_real, Path(dir_real, ".gitignore"), os.O_RDONLY, shown)
-        except (WorkspaceToolError, SandboxViolationError):
-            return  # absent, or not a plain file inside the root: ignored
+            fd = open_regular_at(".gitignore", dir_fd)
+        except OSError:
+            return
+        if fd is None:
+            return
         with os.fdopen(fd, "rb") as handle:
-            data = handle.read(min(info.st_size, _GITIGNORE_MAX_BYTES))
-        self.add_text(data.decode("utf-8", "replace"), relative_to_root(root_real, dir_real))
+            data = handle.read(_GITIGNORE_MAX_BYTES)
+        self.add_text(data.decode("utf-8", "replace"), base)
 
     def add_text(self, text: str, base: str) -> None:
         """Add the rules of a ``.gitignore`` found in ``base`` (relative to the root)."""
@@ -197,57 +220,191 @@ class Entry:
     is_dir: bool
 
 
+def _no_stop() -> None:
+    return None
+
+
+@attrs.define(slots=True)
+class _Frame:
+    """One directory on the walk's stack: its descriptor and its sorted entries.
+
+    ``fd`` is closed (set to ``None``) as soon as no subdirectory is left to open, so a
+    chain of single directories holds two descriptors, not one per level. ``entries``
+    pairs each name with whether it is a directory (``None``: it could not be told).
+    """
+
+    fd: int | None
+    real: str
+    rel_base: str  # "" or ending with "/"
+    rel_root: str  # "" or ending with "/"
+    depth: int  # of its entries: 1 for the base's children
+    entries: list[tuple[str, bool | None]]
+    last_dir: int  # index of the last subdirectory in entries, -1 if none
+    index: int = 0
+
+    def close(self) -> None:
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
+
+
 @attrs.define(slots=True)
 class Walk:
     """A sorted, depth-first walk beneath ``base_real`` that never follows symlinks.
 
     ``root_real`` and ``base_real`` are real paths, the base inside the root. Entries
-    deeper than ``max_depth`` (1: the base's children) are not visited; after
-    ``max_entries`` directory entries the walk stops and sets ``exhausted``.
+    deeper than ``max_depth`` (1: the base's children; the glob's own bound) are not
+    visited, and directories ``depth_cap`` levels down are not entered
+    (``depth_capped``). After ``max_entries`` directory entries the walk stops and sets
+    ``exhausted``; a directory is read no further than that budget, so a huge one costs
+    no more than the budget either. ``stop`` is called before every entry, ignored ones
+    included, and every 1024 entries read: it raises to end the walk (a timeout, a
+    cancel). A directory that stops being one between its listing and its opening is
+    skipped and named in ``changed``. Every descriptor is closed when the iteration
+    ends, however it ends.
     """
 
     root_real: str
     base_real: str
     max_entries: int
     max_depth: int | None = None
+    depth_cap: int = DEFAULT_MAX_DEPTH
+    stop: Callable[[], None] = _no_stop
     ignore: GitIgnore = attrs.field(factory=GitIgnore)
     visited: int = 0
     exhausted: bool = False
+    depth_capped: bool = False
+    changed: list[str] = attrs.field(factory=list)
 
     def __iter__(self) -> Iterator[Entry]:
-        # .gitignore files above the base apply beneath it too.
-        chain = [self.base_real]
-        while chain[-1] != self.root_real and chain[-1] != os.path.dirname(chain[-1]):
-            chain.append(os.path.dirname(chain[-1]))
-        for directory in reversed(chain):
-            self.ignore.load(self.root_real, directory)
-        yield from self._walk(self.base_real, "", 1)
-
-    def _walk(self, directory: str, rel_dir: str, depth: int) -> Iterator[Entry]:
+        stack: list[_Frame] = []
         try:
-            with os.scandir(directory) as scan:
-                entries = sorted(scan, key=lambda e: e.name)
+            base = self._open_base()
+            if base is None:
+                return
+            fd, rel_root = base
+            self._push(stack, fd, self.base_real, "", rel_root, 1)
+            while stack:
+                frame = stack[-1]
+                if frame.index >= len(frame.entries):
+                    stack.pop().close()
+                    continue
+                index = frame.index
+                frame.index += 1
+                name, is_dir = frame.entries[index]
+                self.stop()
+                self.visited += 1
+                if self.visited > self.max_entries:
+                    self.exhausted = True
+                    return
+                if name == ".git" or is_dir is None:
+                    continue
+                rel_root = frame.rel_root + name
+                if self.ignore.ignored(rel_root, is_dir):
+                    continue
+                real = os.path.join(frame.real, name)
+                yield Entry(rel_root, frame.rel_base + name, real, is_dir)
+                if not is_dir or not (self.max_depth is None or frame.depth < self.max_depth):
+                    continue
+                if frame.depth >= self.depth_cap:
+                    self.depth_capped = True
+                    continue
+                child = self._enter(frame.fd, name, rel_root)
+                if index >= frame.last_dir:
+                    frame.close()  # no subdirectory left to open beneath it
+                if child is not None:
+                    rel_base = frame.rel_base + name + "/"
+                    self._push(stack, child, real, rel_base, rel_root + "/", frame.depth + 1)
+        finally:
+            for frame in stack:
+                frame.close()
+
+    def _open_base(self) -> tuple[int, str] | None:
+        """The base's descriptor, opened from the root's one level at a time (reading the
+        ``.gitignore`` of each level on the way, which apply beneath it too), and the
+        base relative to the root (``""`` or ending with ``/``)."""
+        rel = relative_to_root(self.root_real, self.base_real)
+        parts = [] if rel == "." else rel.split("/")
+        try:
+            fd = root_descriptor(self.root_real)
         except OSError:
-            return  # unreadable directory: skipped
-        for entry in entries:
-            self.visited += 1
-            if self.visited > self.max_entries:
-                self.exhausted = True
-                return
-            if entry.name == ".git":
-                continue
+            return None  # the root vanished or is unreadable: nothing to walk
+        rel_root = ""
+        for part in parts:
             try:
-                is_dir = entry.is_dir(follow_symlinks=False)
-            except OSError:
-                continue
-            rel_base = f"{rel_dir}{entry.name}"
-            rel_root = relative_to_root(self.root_real, entry.path)
-            if self.ignore.ignored(rel_root, is_dir):
-                continue
-            yield Entry(rel_root, rel_base, entry.path, is_dir)
-            deeper = self.max_depth is None or depth < self.max_depth
-            if is_dir and deeper and not self.exhausted:
-                self.ignore.load(self.root_real, entry.path)
-                yield from self._walk(entry.path, rel_base + "/", depth + 1)
-            if self.exhausted:
-                return
+                self.ignore.load_at(fd, rel_root.rstrip("/"))
+                child = self._enter(fd, part, rel_root + part)
+            finally:
+                os.close(fd)
+            if child is None:
+                return None
+            fd, rel_root = child, f"{rel_root}{part}/"
+        return fd, rel_root
+
+    def _enter(self, parent_fd: int | None, name: str, rel_root: str) -> int | None:
+        """Open the subdirectory ``name`` beneath ``parent_fd``, or ``None`` if it cannot."""
+        if parent_fd is None:  # never: a frame keeps its descriptor while a subdir is left
+            return None
+        try:
+            return open_directory_at(name, parent_fd)
+        except OSError as exc:
+            if exc.errno in _SWAPPED:
+                self.changed.append(rel_root)  # no longer a directory: swapped, not followed
+            return None  # vanished or unreadable: skipped, as before
+
+    def _push(
+        self, stack: list[_Frame], fd: int, real: str, rel_base: str, rel_root: str, depth: int
+    ) -> None:
+        """Read the ``.gitignore`` and the entries of the directory ``fd``; stack it."""
+        try:
+            self.ignore.load_at(fd, rel_root.rstrip("/"))
+            entries = self._scan(fd)
+        except BaseException:
+            os.close(fd)
+            raise
+        last_dir = max((i for i, (_, is_dir) in enumerate(entries) if is_dir), default=-1)
+        stack.append(_Frame(fd, real, rel_base, rel_root, depth, entries, last_dir))
+
+    def _scan(self, fd: int) -> list[tuple[str, bool | None]]:
+        """The entries of the directory ``fd``, sorted by name; at most one past what the
+        walk may still visit (the rest could never be reached), none if unreadable."""
+        room = self.max_entries - self.visited
+        found: list[tuple[str, bool | None]] = []
+        try:
+            with os.scandir(fd) as scan:
+                for entry in scan:
+                    if len(found) % _ENTRIES_PER_CHECK == _ENTRIES_PER_CHECK - 1:
+                        self.stop()
+                    try:
+                        is_dir: bool | None = entry.is_dir(follow_symlinks=False)
+                    except OSError:
+                        is_dir = None
+                    found.append((entry.name, is_dir))
+                    if len(found) > room:
+                        break
+        except OSError:
+            return []  # unreadable directory: skipped
+        found.sort(key=lambda item: item[0])
+        return found
+
+    def note(self) -> str | None:
+        """What the tool's ``note`` says about the walk (levels not entered, directories
+        that changed, ``.gitignore`` lines skipped), or ``None`` if nothing."""
+        notes = []
+        if self.depth_capped:
+            notes.append(
+                f"directories {self.depth_cap} levels beneath the path were not entered "
+                "(the walk's depth cap); list or search beneath a deeper path for more"
+            )
+        if self.changed:
+            named = ", ".join(show(rel) for rel in self.changed[:_NOTE_SKIPPED_SHOWN])
+            more = len(self.changed) - _NOTE_SKIPPED_SHOWN
+            rest = f" and {more} more" if more > 0 else ""
+            notes.append(
+                f"directories that stopped being directories during the walk were not "
+                f"entered ({named}{rest}); symlinks are never followed"
+            )
+        ignored = self.ignore.note()
+        if ignored is not None:
+            notes.append(ignored)
+        return "; ".join(notes) if notes else None

@@ -4,9 +4,10 @@ Each tool is a :class:`~cleveragents.tool.ToolSpec` with a strict JSON Schema
 (``additionalProperties: false``, snake_case arguments). Read, write and edit have
 synchronous handlers, which the runner runs in a worker thread; list and search have
 async handlers that run the walk in a thread of their own (:func:`run_stoppable`), which
-a timeout or a cancel stops between entries and between chunks of lines. Every path goes through
-:func:`~cleveragents.workspace._sandbox.resolve_path` and every file is opened with
-:func:`~cleveragents.workspace._sandbox.open_regular` (which uses ``open_beneath``).
+a timeout or a cancel stops at every directory entry and between chunks of lines. Every
+path goes through :func:`~cleveragents.workspace._sandbox.resolve_path` and every file is
+opened with :func:`~cleveragents.workspace._sandbox.open_regular` (which uses
+``open_beneath``).
 
 Conventions shared by all five tools:
 
@@ -21,8 +22,10 @@ Conventions shared by all five tools:
 * Outputs are capped by :class:`WorkspaceLimits`; a capped output has ``truncated: true``
   and a ``note`` saying what was left out and how to get more.
 * ``file-list`` and ``file-search`` walk the tree with
-  :class:`~cleveragents.workspace._walk.Walk`: symlinks are not followed, ``.git`` is
-  skipped and ``.gitignore`` files are honoured; globs are matched against paths
+  :class:`~cleveragents.workspace._walk.Walk`, by directory descriptor beneath the
+  run's pinned root: symlinks are not followed (not even one swapped in mid-walk),
+  ``.git`` is skipped, ``.gitignore`` files are honoured, and directories deeper than
+  ``max_walk_depth`` are not entered; globs are matched against paths
   relative to the ``path`` argument (the glob syntax is in
   :mod:`~cleveragents.workspace._walk`). Search patterns and globs are matched by RE2 in
   linear time (:mod:`~cleveragents.workspace._patterns`).
@@ -63,7 +66,7 @@ from ._sandbox import (
     sandbox_root,
     show,
 )
-from ._walk import Entry, Glob, Walk
+from ._walk import DEFAULT_MAX_DEPTH, Entry, Glob, Walk
 
 _BINARY_SNIFF_BYTES = 8192
 _CHUNK = 65536
@@ -85,6 +88,8 @@ class WorkspaceLimits:
     ``max_search_file_bytes``: larger files are skipped by ``file-search``.
     ``max_line_chars``: a search hit's ``text`` is cut to this many characters.
     ``max_walk_entries``: directory entries visited by one list or search.
+    ``max_walk_depth``: levels beneath ``path`` a list or search enters; deeper
+    directories are listed but not entered, and the ``note`` says so.
     ``max_shell_output_bytes``: bytes kept of each of ``stdout`` and ``stderr``.
     ``default_shell_timeout_ms`` / ``max_shell_timeout_ms``: the shell's timeout when
     the model gives none, and the largest it may ask for.
@@ -97,6 +102,7 @@ class WorkspaceLimits:
     max_search_file_bytes: int = attrs.field(default=4 * 1024 * 1024, validator=_positive)
     max_line_chars: int = attrs.field(default=500, validator=_positive)
     max_walk_entries: int = attrs.field(default=200_000, validator=_positive)
+    max_walk_depth: int = attrs.field(default=DEFAULT_MAX_DEPTH, validator=_positive)
     max_shell_output_bytes: int = attrs.field(default=64 * 1024, validator=_positive)
     default_shell_timeout_ms: int = attrs.field(default=120_000, validator=_positive)
     max_shell_timeout_ms: int = attrs.field(default=600_000, validator=_positive)
@@ -354,7 +360,8 @@ class _Stopped(WorkspaceToolError):
 class StopFlag:
     """Tells a list or search worker to stop: set on cancel, or when ``deadline`` passes.
 
-    The worker calls :meth:`check` between entries and between chunks of lines. One
+    The worker calls :meth:`check` at every directory entry the walk meets (ignored ones
+    included, and every 1024 entries of one directory read) and between chunks of lines. One
     RE2 match of one line is never interrupted; a line is at most
     ``max_search_file_bytes`` long, so that is bounded too.
     """
@@ -448,7 +455,14 @@ def file_list(
         raise WorkspaceToolError(f"path {shown_base} is not a directory")
     _check_literal_prefix(root, base, pattern, raw_pattern, "pattern")
     glob = Glob.parse(pattern, "pattern")
-    walk = Walk(root, str(base), limits.max_walk_entries, glob.max_depth)
+    walk = Walk(
+        root,
+        str(base),
+        limits.max_walk_entries,
+        glob.max_depth,
+        depth_cap=limits.max_walk_depth,
+        stop=stop.check,
+    )
     entries: list[JSONValue] = []
     truncated = False
     for entry in walk:
@@ -458,7 +472,8 @@ def file_list(
                 truncated = True
                 break
             entries.append(entry.real + "/" if entry.is_dir else entry.real)
-    output: dict[str, JSONValue] = {"entries": entries, "truncated": truncated or walk.exhausted}
+    cut = truncated or walk.exhausted or walk.depth_capped
+    output: dict[str, JSONValue] = {"entries": entries, "truncated": cut}
     cap_note = None
     if truncated:
         cap_note = (
@@ -470,7 +485,7 @@ def file_list(
             f"the walk stopped after {limits.max_walk_entries} directory entries; "
             "narrow the pattern or the path"
         )
-    note = _join_notes(cap_note, walk.ignore.note())
+    note = _join_notes(cap_note, walk.note())
     if note is not None:
         output["note"] = note
     return output
@@ -507,7 +522,13 @@ def file_search(
     files: Iterator[Entry]
     walk: Walk | None = None
     if base.is_dir():
-        walk = Walk(root, str(base), limits.max_walk_entries)
+        walk = Walk(
+            root,
+            str(base),
+            limits.max_walk_entries,
+            depth_cap=limits.max_walk_depth,
+            stop=stop.check,
+        )
         files = iter(walk)
     else:
         files = iter([Entry(relative_to_root(root, base), base.name, str(base), False)])
@@ -525,7 +546,8 @@ def file_search(
         if truncated:
             break
     exhausted = walk is not None and walk.exhausted
-    output: dict[str, JSONValue] = {"matches": matches, "truncated": truncated or exhausted}
+    cut = truncated or exhausted or (walk is not None and walk.depth_capped)
+    output: dict[str, JSONValue] = {"matches": matches, "truncated": cut}
     cap_note = None
     if truncated:
         cap_note = (
@@ -537,7 +559,7 @@ def file_search(
             f"the walk stopped after {limits.max_walk_entries} directory entries; "
             "narrow the glob or path"
         )
-    note = _join_notes(cap_note, walk.ignore.note() if walk is not None else None)
+    note = _join_notes(cap_note, walk.note() if walk is not None else None)
     if note is not None:
         output["note"] = note
     return output

@@ -6,8 +6,9 @@ Under ``bwrap`` (see :meth:`ShellTool.bwrap_argv` for the exact flags) the comma
   ``/tmp``, ``/var/tmp``, ``/run``, ``/mnt``, ``/media`` and ``/srv`` replaced by empty
   private tmpfs (``hidden_paths``), so other projects, the user's secrets and the
   daemons' Unix sockets are out of reach;
-* the sandbox root bound **read-write** at its own path, and nothing else writable
-  except those throwaway tmpfs;
+* the sandbox root bound **read-write** at its own path (``--bind-fd`` of the run's
+  pinned root descriptor, so a swap of the root's name cannot change what is bound),
+  and nothing else writable except those throwaway tmpfs;
 * **no network** (``--unshare-net``: only a private loopback), its own PID, IPC and UTS
   namespaces, a user namespace with every capability dropped (so even root cannot remount
   ``/`` read-write), a new session (no ``TIOCSTI`` into the caller's terminal), and death
@@ -18,6 +19,11 @@ with the same flags; a machine without user namespaces makes the probe fail, and
 then runs unconfined. An unconfined command's output says so (``confined: false`` and a
 ``note`` giving the reason); profiles that require confinement refuse it beforehand
 (:mod:`cleveragents.workspace.profiles`, via ``spec.metadata["confinement"]``).
+
+``confined: true`` means the command really ran inside that sandbox: its first line
+writes a marker to a pipe only the finished sandbox can reach. A bwrap that fails to set
+up (a bind that fails, an option it lacks) exits 1 before running anything; the call then
+fails with bwrap's own message instead of reporting the command confined.
 
 In both modes: the working directory is the sandbox root, stdin is empty, and each of
 stdout/stderr is capped (head and tail kept, the middle replaced by a marker). The
@@ -93,6 +99,7 @@ _PROBE_TIMEOUT_S = 10.0
 _KILL_GRACE_S = 2.0
 _CHUNK = 65536
 _OFF_VALUES = frozenset({"off", "0", "false", "no", "none"})
+_STARTED = b"s"  # written by a confined command's first line: it is inside the sandbox
 
 
 @attrs.define(frozen=True, slots=True)
@@ -347,13 +354,29 @@ class ShellTool:
         return flags
 
     def bwrap_argv(
-        self, bwrap: str, root_real: str, command: str, root_fd: int | None = None
+        self,
+        bwrap: str,
+        root_real: str,
+        command: str,
+        root_fd: int | None = None,
+        started_fd: int | None = None,
     ) -> list[str]:
         """The full bwrap command line for one command (order matters: later mounts win).
 
         With ``root_fd`` (passed to bwrap), the root mounted is that open directory,
-        whatever its name leads to by the time bwrap runs (the run's pinned root)."""
+        whatever its name leads to by the time bwrap runs (the run's pinned root).
+
+        With ``started_fd`` (the write end of a pipe, passed to bwrap), the command runs
+        behind a one-line ``/bin/sh`` that first writes :data:`_STARTED` to it: only a
+        command that got inside the finished sandbox can write it. bwrap reports a failed
+        setup (a bind that fails, say) as exit status 1 and a line on stderr, which a
+        command can print too; the marker is what tells them apart. ``dash`` cannot
+        name a descriptor above 9, so the marker goes through ``/proc/self/fd``."""
         bind = ["--bind", root_real] if root_fd is None else ["--bind-fd", str(root_fd)]
+        run = ["/bin/sh", "-c", command]
+        if started_fd is not None:
+            mark = f"printf {_STARTED.decode()} > /proc/self/fd/{started_fd}"
+            run = ["/bin/sh", "-c", f'{mark} && exec /bin/sh -c "$1"', "sh", command]
         return [
             bwrap,
             *self._common_flags(self._userns),
@@ -361,9 +384,7 @@ class ShellTool:
             root_real,
             "--chdir",
             root_real,
-            "/bin/sh",
-            "-c",
-            command,
+            *run,
         ]
 
     # ------------------------------------------------------------------ running
@@ -378,59 +399,41 @@ class ShellTool:
             raise WorkspaceToolError("timeout_ms must be a positive integer")
         timeout_ms = min(timeout_ms, self.limits.max_shell_timeout_ms)
         confinement = await self.aconfinement()
-        # The root as an open directory (the run's pinned one): bwrap binds it and the
-        # unconfined shell starts in it through /proc/self/fd, so a swap of the root's
-        # name between the check above and the spawn cannot move the command elsewhere.
-        root_fd = root_descriptor(root)
+        confined = confinement.confined and confinement.bwrap is not None
+        # Read back after the exit: did the command get inside the sandbox at all?
+        started_r, started_w = os.pipe() if confined else (-1, -1)
         try:
-            if confinement.confined and confinement.bwrap is not None:
-                argv = self.bwrap_argv(confinement.bwrap, root, command, root_fd)
-            else:
-                argv = ["/bin/sh", "-c", command]
-            env = self._env if self._env is not None else default_env(root, self.pass_env)
-            spawn = asyncio.ensure_future(
-                asyncio.create_subprocess_exec(
-                    *argv,
-                    cwd=f"/proc/self/fd/{root_fd}",
-                    pass_fds=(root_fd,) if confinement.confined else (),
-                    env=env,
-                    stdin=asyncio.subprocess.DEVNULL,
-                    stdout=asyncio.subprocess.PIPE,
-                    stderr=asyncio.subprocess.PIPE,
-                    start_new_session=True,
-                )
-            )
+            proc = await self._spawn(root, command, confinement, started_w)
+            cap = self.limits.max_shell_output_bytes
+            out_cap, err_cap = _Capture(cap), _Capture(cap)
+            out_task = asyncio.ensure_future(_drain(proc.stdout, out_cap))
+            err_task = asyncio.ensure_future(_drain(proc.stderr, err_cap))
+            wait_task = asyncio.ensure_future(proc.wait())
+            exit_task = asyncio.ensure_future(_exited(proc))
+            tasks: set[asyncio.Future[Any]] = {out_task, err_task, wait_task, exit_task}
             try:
-                # Shielded: cancelled mid-spawn, asyncio would kill only the shell, not
-                # its process group, and then wait for the orphans to close the pipes.
-                proc = await asyncio.shield(spawn)
+                await asyncio.wait({exit_task}, timeout=timeout_ms / 1000)
             except asyncio.CancelledError:
-                proc = await spawn
-                await _terminate(proc, {asyncio.ensure_future(proc.wait())})
+                await _terminate(proc, tasks)
                 raise
+            if not exit_task.done():
+                await _terminate(proc, tasks)
+                raise WorkspaceToolError(
+                    f"command timed out after {timeout_ms} ms and was killed"
+                    + _partial(out_cap, "stdout")
+                    + _partial(err_cap, "stderr")
+                )
+            # The command is over: whatever it left running in its group goes with it.
+            await _terminate(proc, tasks)
+            if confined and not _marked(started_r):
+                raise WorkspaceToolError(
+                    "bubblewrap could not set up the sandbox, so the command did not run "
+                    f"(bwrap exited with status {proc.returncode})" + _partial(err_cap, "stderr")
+                )
         finally:
-            os.close(root_fd)
-        cap = self.limits.max_shell_output_bytes
-        out_cap, err_cap = _Capture(cap), _Capture(cap)
-        out_task = asyncio.ensure_future(_drain(proc.stdout, out_cap))
-        err_task = asyncio.ensure_future(_drain(proc.stderr, err_cap))
-        wait_task = asyncio.ensure_future(proc.wait())
-        exit_task = asyncio.ensure_future(_exited(proc))
-        tasks: set[asyncio.Future[Any]] = {out_task, err_task, wait_task, exit_task}
-        try:
-            await asyncio.wait({exit_task}, timeout=timeout_ms / 1000)
-        except asyncio.CancelledError:
-            await _terminate(proc, tasks)
-            raise
-        if not exit_task.done():
-            await _terminate(proc, tasks)
-            raise WorkspaceToolError(
-                f"command timed out after {timeout_ms} ms and was killed"
-                + _partial(out_cap, "stdout")
-                + _partial(err_cap, "stderr")
-            )
-        # The command is over: whatever it left running in its group goes with it.
-        await _terminate(proc, tasks)
+            for fd in (started_r, started_w):
+                if fd != -1:
+                    os.close(fd)
         out, err = out_cap.result(), err_cap.result()
         code = proc.returncode if proc.returncode is not None else -signal.SIGKILL
         notes = []
@@ -457,6 +460,46 @@ class ShellTool:
         if notes:
             output["note"] = "; ".join(notes)
         return output
+
+    async def _spawn(
+        self, root: str, command: str, confinement: Confinement, started_w: int
+    ) -> asyncio.subprocess.Process:
+        """Start the command in the root (under bwrap when ``confinement`` says so).
+
+        The root is used as an open directory (the run's pinned one): bwrap binds it
+        (``--bind-fd``) and the unconfined shell starts in it through ``/proc/self/fd``,
+        so a swap of the root's name between the check and the spawn cannot move the
+        command elsewhere. ``started_w`` is the marker pipe of a confined command."""
+        root_fd = root_descriptor(root)
+        try:
+            if confinement.confined and confinement.bwrap is not None:
+                argv = self.bwrap_argv(confinement.bwrap, root, command, root_fd, started_w)
+                pass_fds: tuple[int, ...] = (root_fd, started_w)
+            else:
+                argv, pass_fds = ["/bin/sh", "-c", command], ()
+            env = self._env if self._env is not None else default_env(root, self.pass_env)
+            spawn = asyncio.ensure_future(
+                asyncio.create_subprocess_exec(
+                    *argv,
+                    cwd=f"/proc/self/fd/{root_fd}",
+                    pass_fds=pass_fds,
+                    env=env,
+                    stdin=asyncio.subprocess.DEVNULL,
+                    stdout=asyncio.subprocess.PIPE,
+                    stderr=asyncio.subprocess.PIPE,
+                    start_new_session=True,
+                )
+            )
+            try:
+                # Shielded: cancelled mid-spawn, asyncio would kill only the shell, not
+                # its process group, and then wait for the orphans to close the pipes.
+                return await asyncio.shield(spawn)
+            except asyncio.CancelledError:
+                proc = await spawn
+                await _terminate(proc, {asyncio.ensure_future(proc.wait())})
+                raise
+        finally:
+            os.close(root_fd)
 
     def spec(self) -> ToolSpec:
         """``builtin/shell`` bound to this tool (its limits, bwrap choice and probe)."""
@@ -499,6 +542,15 @@ class ShellTool:
             timeout_s=lim.max_shell_timeout_ms / 1000 + 30,
             metadata={"confinement": self.is_confined},
         )
+
+
+def _marked(started_r: int) -> bool:
+    """Whether the confined command's marker arrived (read without waiting)."""
+    os.set_blocking(started_r, False)
+    try:
+        return os.read(started_r, len(_STARTED)) == _STARTED
+    except BlockingIOError:
+        return False  # nothing written, and a writer still open
 
 
 def _kill_group(proc: asyncio.subprocess.Process) -> None:
