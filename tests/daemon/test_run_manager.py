@@ -9,8 +9,12 @@ import weakref
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from cleveragents.daemon._runs import DaemonConfig, RunManager
+from cleveragents.daemon._transcripts import TranscriptStore
 from cleveragents.protocol import wire
+from cleveragents.tool import RunStateError
 
 
 class FakePeer:
@@ -66,3 +70,13 @@ async def test_a_hundred_concurrent_runs_deliver_everything_and_are_released(
     gc.collect()
     assert [ref() for ref in refs] == [None] * 100  # finished runs are released from memory
     assert len(list((tmp_path / "runs").glob("*.jsonl"))) == 100  # transcripts stay on disk
+
+
+def test_cancelling_a_run_live_in_another_daemon_says_so(tmp_path: Path) -> None:
+    manager = RunManager(FakePeer(), DaemonConfig(state_dir=tmp_path))
+    elsewhere = TranscriptStore(tmp_path).claim("theirs")  # another daemon's live run
+    with pytest.raises(RunStateError, match="active in another process"):
+        manager.cancel(wire.RunIdParams("theirs"))
+    elsewhere.close()
+    with pytest.raises(RunStateError, match="already finished"):
+        manager.cancel(wire.RunIdParams("theirs"))

@@ -76,7 +76,7 @@ def to_rpc_error(exc: BaseException) -> RpcError:
     if isinstance(exc, CleverAgentsError):
         return RpcError(exc.code, exc.message)
     logger.error("internal error", exc_info=exc)
-    return RpcError(-32603, f"internal error: {type(exc).__name__}")
+    return RpcError(-32603, "internal error (the daemon logged it on stderr)")
 
 
 def _all_optional(cls: type) -> bool:
@@ -207,6 +207,14 @@ class CleverAgentsServer:
         if options.max_tool_output_bytes is not None and options.max_tool_output_bytes < 1:
             text = "initializationOptions.maxToolOutputBytes: must be at least 1"
             raise RpcError(INVALID_PARAMS, text)
+        if options.state_dir is not None:
+            _check_path(options.state_dir, "initializationOptions.stateDir")
+        if params.root_uri is not None:
+            _check_path(to_fs_path(params.root_uri) or "", "rootUri")
+        if params.root_path is not None:
+            _check_path(params.root_path, "rootPath")
+        for index, folder in enumerate(params.workspace_folders or []):
+            _check_path(to_fs_path(folder.uri) or "", f"workspaceFolders[{index}].uri")
         # Nothing is applied before everything is checked: a refused initialize changes nothing.
         if custom is not None:
             config.custom_profiles = custom
@@ -278,6 +286,17 @@ class CleverAgentsServer:
             logger.debug("ignored llm/delta: %s", exc)
             return
         self.manager.llm_delta(params)
+
+
+def _check_path(path: str, field: str) -> None:
+    """A path the daemon will open: NUL and control characters are refused here (-32602)
+    rather than failing later, inside a run, as an internal error."""
+    if any(ord(c) < 32 for c in path):
+        raise RpcError(INVALID_PARAMS, f"{field}: must not hold NUL or control characters")
+    try:
+        path.encode("utf-8")
+    except UnicodeEncodeError:
+        raise RpcError(INVALID_PARAMS, f"{field}: invalid Unicode (a lone surrogate)") from None
 
 
 def _lsp_error(root: str, exc: BaseException) -> str:

@@ -282,6 +282,10 @@ class TranscriptStore:
     def exists(self, run_id: str) -> bool:
         return valid_run_id(run_id) and self.path(run_id).exists()
 
+    def live_elsewhere(self, run_id: str) -> bool:
+        """Whether another process (another daemon on this state dir) is running it."""
+        return valid_run_id(run_id) and _locked(self.path(run_id))
+
     def events(self, run_id: str) -> Iterator[dict[str, Any]]:
         """The events of a transcript; unreadable lines (a torn last line, bytes that are
         not UTF-8 or not JSON) are skipped."""
