@@ -717,9 +717,7 @@ class RunManager:
         run = self.active.get(run_id)
         if run is None:
             if self.store.live_elsewhere(run_id):
-                raise RunStateError(
-                    f"run {run_id!r} is active in another process; cancel it there"
-                )
+                raise RunStateError(f"run {run_id!r} is active in another process; cancel it there")
             if self.store.exists(run_id):
                 raise RunStateError(f"run {run_id!r} has already finished")
             raise RunNotFoundError(f"unknown run {run_id!r}")
