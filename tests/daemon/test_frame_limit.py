@@ -18,6 +18,7 @@ from inprocess_kit import Sink, body, in_process_daemon
 
 from cleveragents.daemon import _dispatch, _runs
 from cleveragents.daemon._dispatch import Dispatcher
+from cleveragents.protocol import MAX_BODY
 
 LIMIT = 256 * 1024
 OUTPUT = "x" * 20_000  # under the output cap; 20 of them are over LIMIT
@@ -44,7 +45,7 @@ class AnsweringSink(Sink):
 @pytest.fixture
 def small_frames(monkeypatch: pytest.MonkeyPatch) -> int:
     """The frame limit patched down to LIMIT, keeping the room left for the envelope."""
-    envelope = _dispatch.MAX_BODY - _runs._FRAME_ROOM
+    envelope = MAX_BODY - _runs._FRAME_ROOM
     monkeypatch.setattr(_dispatch, "MAX_BODY", LIMIT)
     monkeypatch.setattr(_runs, "_FRAME_ROOM", LIMIT - envelope)
     return LIMIT

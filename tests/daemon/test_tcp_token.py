@@ -16,7 +16,8 @@ from typing import Any
 import pytest
 from test_tcp import HANG, TOOL, TcpDaemon, _close, _free_port, _initialize, _token
 
-from cleveragents.client._connection import frame, read_frame
+from cleveragents.client._connection import read_frame
+from cleveragents.protocol import frame
 
 Spawn = Callable[..., AbstractAsyncContextManager[TcpDaemon]]
 
