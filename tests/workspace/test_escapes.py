@@ -23,6 +23,7 @@ import os
 import socket
 import stat
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import attrs
@@ -30,7 +31,7 @@ import pytest
 from workspace_kit import Caller, Sandbox, make_caller, shell_tool
 
 from cleveragents.tool import CleverAgentsError, SandboxViolationError
-from cleveragents.workspace import builtin_tools
+from cleveragents.workspace import PinnedRoot, _walk, builtin_tools
 from cleveragents.workspace._sandbox import show
 
 READ, WRITE, EDIT = "builtin/file-read", "builtin/file-write", "builtin/file-edit"
@@ -346,3 +347,89 @@ def test_a_confined_shell_cannot_make_a_hard_link_to_a_file_outside(sandbox: San
     assert result["exit_code"] != 0
     assert not (sandbox.root / "h").exists()
     assert sandbox.snapshot() == before
+
+
+# ----------------------------------------------------------------------------- swaps mid-walk
+
+
+def swap_for_symlink(directory: Path, target: Path) -> Path:
+    """Move ``directory`` aside and put a symlink to ``target`` at its name; the new place."""
+    moved = directory.with_name(directory.name + ".moved")
+    directory.rename(moved)
+    directory.symlink_to(target, target_is_directory=True)
+    return moved
+
+
+def undo_swap(directory: Path, moved: Path) -> None:
+    directory.unlink()
+    moved.rename(directory)
+
+
+def outside(sb: Sandbox) -> dict[str, Any]:
+    """The snapshot of everything outside the root, but the mtime of the directory
+    holding it (a swap of the root's own name renames in there)."""
+    return {path: state for path, state in sb.snapshot().items() if path != str(sb.base)}
+
+
+WALKS = [
+    pytest.param(LIST, {"pattern": "**"}, id="list"),
+    pytest.param(SEARCH, {"pattern": "CANARY|secret|deep|inside"}, id="search"),
+]
+
+
+@pytest.mark.parametrize(("tool", "args"), WALKS)
+def test_a_directory_swapped_for_a_symlink_after_its_parent_was_listed_is_not_followed(
+    tool: str, args: dict[str, Any], call: Caller, sandbox: Sandbox, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The race made deterministic: the swap lands after the root was scanned (sub is a
+    # directory there) and before the walk opens sub.
+    open_directory_at = _walk.open_directory_at
+    swapped: list[Path] = []
+
+    def swap_then_open(name: str, dir_fd: int) -> int:
+        if name == "sub" and not swapped:
+            swapped.append(swap_for_symlink(sandbox.root / "sub", sandbox.canary))
+        return open_directory_at(name, dir_fd)
+
+    monkeypatch.setattr(_walk, "open_directory_at", swap_then_open)
+    before = sandbox.snapshot()
+    output = call(tool, **args)
+    assert swapped, "the walk never opened sub"
+    text = json.dumps(output)
+    assert not any(marker in text for marker in LEAK_MARKERS), text
+    assert "nested" not in text
+    assert all(path.startswith(sandbox.at("")) for path in output_paths(output))
+    assert "'sub'" in output["note"]  # the skipped directory is named
+    undo_swap(sandbox.root / "sub", swapped[0])
+    assert sandbox.snapshot() == before
+
+
+@pytest.mark.parametrize(("tool", "args"), WALKS)
+def test_a_root_swapped_after_the_pin_check_is_walked_as_pinned(
+    tool: str, args: dict[str, Any], call: Caller, sandbox: Sandbox, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The pin's check passes, then the root's name is swapped for a symlink to the canary
+    # before the walk starts: the walk must still list the pinned directory.
+    check = PinnedRoot.check
+    swapped: list[Path] = []
+
+    def check_then_swap(pin: PinnedRoot) -> str:
+        real = check(pin)
+        if not swapped:
+            swapped.append(swap_for_symlink(sandbox.root, sandbox.canary))
+        return real
+
+    monkeypatch.setattr(PinnedRoot, "check", check_then_swap)
+    before = outside(sandbox)
+    pinned = {
+        LIST: [sandbox.at("inside.txt"), sandbox.at("sub/"), sandbox.at("sub/file.txt")],
+        SEARCH: [sandbox.at("inside.txt")],
+    }[tool]
+    with PinnedRoot.open(str(sandbox.root)).activate():
+        output = call(tool, **args)
+    assert swapped, "the pin was never checked"
+    text = json.dumps(output)
+    assert not any(marker in text for marker in LEAK_MARKERS), text
+    assert output_paths(output) == pinned  # the pinned directory's names, as they were
+    undo_swap(sandbox.root, swapped[0])
+    assert outside(sandbox) == before
