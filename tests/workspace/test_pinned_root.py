@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from workspace_kit import make_caller, make_sandbox, shell_tool
 
 from cleveragents.tool import SandboxViolationError
-from cleveragents.workspace import PinnedRoot, file_tools
+from cleveragents.workspace import PinnedRoot, file_tools, files
 
 
 def _swap_for_symlink(directory: Path, target: Path) -> None:
@@ -95,3 +97,76 @@ async def test_through_the_daemon_a_swapped_root_fails_the_rest_of_the_run(
         assert sorted(p.name for p in canary.iterdir()) == ["secret.txt"]
     finally:
         await daemon.kill()
+
+
+# ------------------------------------------------- a swap after the check, before the open
+
+
+class SwapOnce:
+    """Wraps a function so that, on its first call, the root's name is swapped for a
+    symlink to ``decoy`` right after the function returns (after the pin's check has
+    passed, before anything is opened)."""
+
+    def __init__(self, function: Callable[..., Any], root: Path, decoy: Path) -> None:
+        self.function = function
+        self.root = root
+        self.decoy = decoy
+        self.pinned: Path | None = None  # where the pinned directory went
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        result = self.function(*args, **kwargs)
+        if self.pinned is None:
+            self.pinned = self.root.with_name(self.root.name + ".pinned")
+            self.root.rename(self.pinned)
+            self.root.symlink_to(self.decoy, target_is_directory=True)
+        return result
+
+
+@pytest.fixture
+def decoy(tmp_path: Path) -> Path:
+    """A directory the root's name is swapped to: same file names, other contents."""
+    decoy = tmp_path / "decoy"
+    decoy.mkdir()
+    (decoy / "inside.txt").write_text("DECOY\n")
+    (decoy / "decoy-only.txt").write_text("DECOY\n")
+    return decoy
+
+
+def test_a_read_whose_root_is_swapped_after_resolution_reads_the_pinned_directory(
+    tmp_path: Path, decoy: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    sandbox = make_sandbox(tmp_path)
+    swap = SwapOnce(files.resolve_path, sandbox.root, decoy)
+    monkeypatch.setattr(files, "resolve_path", swap)
+    call = make_caller(file_tools(), sandbox.root)
+    with PinnedRoot.open(str(sandbox.root)).activate():
+        assert call("builtin/file-read", path="inside.txt")["content"] == "inside\n"
+    assert swap.pinned is not None
+
+
+def test_a_write_whose_root_is_swapped_after_resolution_lands_in_the_pinned_directory(
+    tmp_path: Path, decoy: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    sandbox = make_sandbox(tmp_path)
+    swap = SwapOnce(files.resolve_path, sandbox.root, decoy)
+    monkeypatch.setattr(files, "resolve_path", swap)
+    call = make_caller(file_tools(), sandbox.root)
+    with PinnedRoot.open(str(sandbox.root)).activate():
+        call("builtin/file-write", path="new.txt", content="mine\n")
+    assert swap.pinned is not None
+    assert (swap.pinned / "new.txt").read_text() == "mine\n"
+    assert sorted(p.name for p in decoy.iterdir()) == ["decoy-only.txt", "inside.txt"]
+
+
+def test_a_list_whose_root_is_swapped_after_the_check_lists_the_pinned_directory(
+    tmp_path: Path, decoy: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    sandbox = make_sandbox(tmp_path)
+    swap = SwapOnce(files.sandbox_root, sandbox.root, decoy)
+    monkeypatch.setattr(files, "sandbox_root", swap)
+    call = make_caller(file_tools(), sandbox.root)
+    with PinnedRoot.open(str(sandbox.root)).activate():
+        entries = call("builtin/file-list", pattern="**")["entries"]
+    assert swap.pinned is not None
+    names = [entry.removeprefix(str(sandbox.root)) for entry in entries]
+    assert names == ["/inside.txt", "/sub/", "/sub/file.txt"]

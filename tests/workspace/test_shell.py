@@ -8,6 +8,7 @@ import select
 import shlex
 import socket
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +16,14 @@ import pytest
 from workspace_kit import CANARY_TEXT, SHELL_TIMEOUT_MS, Sandbox, require_bwrap, shell_tool
 
 from cleveragents.tool import RESERVED_INPUT_KEYS
-from cleveragents.workspace import BWRAP_ENV, ShellTool, WorkspaceLimits, WorkspaceToolError
+from cleveragents.workspace import (
+    BWRAP_ENV,
+    PinnedRoot,
+    ShellTool,
+    WorkspaceLimits,
+    WorkspaceToolError,
+    shell,
+)
 
 BOUND_S = 30.0
 
@@ -400,3 +408,93 @@ def test_run_and_its_unix_sockets_are_hidden_by_default() -> None:
     from cleveragents.workspace.shell import DEFAULT_HIDDEN_PATHS
 
     assert {"/run", "/tmp", "/home", "/root"} <= set(DEFAULT_HIDDEN_PATHS)
+
+
+# --------------------------------------------------------------------------- the pinned root
+
+
+def test_the_bwrap_command_line_binds_the_root_descriptor_not_the_roots_name() -> None:
+    root = "/tmp/project"
+    argv = ShellTool(bwrap=None).bwrap_argv("/usr/bin/bwrap", root, "make test", root_fd=7)
+    bind = argv.index("--bind-fd")
+    assert argv[bind : bind + 3] == ["--bind-fd", "7", root]
+    assert "--bind" not in argv
+
+
+async def test_a_confined_command_is_given_the_pinned_descriptor_to_bind(
+    sandbox: Sandbox, confined: ShellTool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    bound: list[tuple[int, int]] = []
+    bwrap_argv = confined.bwrap_argv
+
+    def record(*args: Any, **kwargs: Any) -> list[str]:
+        argv = bwrap_argv(*args, **kwargs)
+        info = os.fstat(int(argv[argv.index("--bind-fd") + 1]))  # open while the call runs
+        bound.append((info.st_dev, info.st_ino))
+        return argv
+
+    monkeypatch.setattr(confined, "bwrap_argv", record)
+    pin = PinnedRoot.open(str(sandbox.root))
+    with pin.activate():
+        assert (await run(confined, sandbox, "true"))["confined"] is True
+    assert bound == [(pin.device, pin.inode)]
+
+
+async def test_a_root_name_swapped_after_the_check_still_runs_the_command_in_the_pinned_root(
+    sandbox: Sandbox, shell_mode: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    decoy = sandbox.base / "decoy"
+    decoy.mkdir()
+    pinned = sandbox.root.with_name("ws.pinned")
+    check = shell.sandbox_root
+
+    def check_then_swap(inputs: dict[str, Any]) -> str:
+        real = check(inputs)  # the pin's check passes, then the name moves
+        sandbox.root.rename(pinned)
+        sandbox.root.symlink_to(decoy, target_is_directory=True)
+        return real
+
+    monkeypatch.setattr(shell, "sandbox_root", check_then_swap)
+    tool = shell_tool(shell_mode, sandbox)
+    with PinnedRoot.open(str(sandbox.root)).activate():
+        result = await run(tool, sandbox, "pwd -P; echo made > made.txt")
+    assert result["exit_code"] == 0, result["stderr"]
+    assert (pinned / "made.txt").read_text() == "made\n"
+    assert list(decoy.iterdir()) == []
+    if shell_mode == "unconfined":  # under bwrap the pinned directory is mounted at the root
+        assert result["stdout"].splitlines()[0] == str(pinned)
+
+
+# --------------------------------------------------------------------------- confined: truth
+
+
+def failing_setup(tool: ShellTool) -> Callable[..., list[str]]:
+    """``tool.bwrap_argv`` with a bind bwrap cannot make, added after the probe."""
+    bwrap_argv = tool.bwrap_argv
+
+    def argv(*args: Any, **kwargs: Any) -> list[str]:
+        full = bwrap_argv(*args, **kwargs)
+        return [full[0], "--ro-bind", "/nonexistent/cleveragents-source", "/mnt", *full[1:]]
+
+    return argv
+
+
+async def test_a_sandbox_that_fails_to_set_up_fails_the_call_instead_of_claiming_confined(
+    sandbox: Sandbox, confined: ShellTool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert (await run(confined, sandbox, "true"))["confined"] is True  # probed and working
+    monkeypatch.setattr(confined, "bwrap_argv", failing_setup(confined))
+    with pytest.raises(WorkspaceToolError) as info:
+        await run(confined, sandbox, "touch ran")
+    assert info.value.code == WorkspaceToolError.code
+    assert "/nonexistent/cleveragents-source" in info.value.message  # bwrap's own stderr
+    assert not (sandbox.root / "ran").exists()  # the command never ran
+
+
+async def test_a_confined_command_that_prints_a_bwrap_error_is_still_reported_confined(
+    sandbox: Sandbox, confined: ShellTool
+) -> None:
+    result = await run(confined, sandbox, "echo 'bwrap: Can not mount' >&2; touch ran; exit 1")
+    assert (result["confined"], result["exit_code"]) == (True, 1)
+    assert result["stderr"] == "bwrap: Can not mount\n"
+    assert (sandbox.root / "ran").exists()

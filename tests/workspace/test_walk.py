@@ -125,10 +125,11 @@ def test_a_walk_cut_short_or_stopped_closes_every_descriptor(
 
 @pytest.fixture
 def ignored_tree(sandbox: Sandbox) -> dict[str, Any]:
-    """A list of 3,000 files that .gitignore hides: a walk that yields nothing."""
+    """A list of 1,000 files that .gitignore hides: a walk that yields nothing (and reads
+    fewer entries than the walk's own look at the flag while it reads a directory)."""
     many = sandbox.root / "many"
     many.mkdir()
-    for index in range(3000):
+    for index in range(1000):
         (many / f"f{index}.tmp").touch()
     (sandbox.root / ".gitignore").write_text("*.tmp\n")
     return {
@@ -197,3 +198,16 @@ async def test_a_cancelled_list_stops_its_walk_among_ignored_entries(
     assert not worker.is_alive()
     assert [type(exc) for exc in outcome] == [_Stopped]  # stopped by the flag, not finished
     assert gates[0].checks == 1  # at the first check after the cancel
+
+
+def test_a_big_directory_is_checked_for_a_stop_while_it_is_read(sandbox: Sandbox) -> None:
+    many = sandbox.root / "many"
+    many.mkdir()
+    for index in range(3000):
+        (many / f"f{index}").touch()
+    seen: list[int] = []  # entries visited at each look at the flag
+    walk = Walk(str(sandbox.root), str(many), 10_000, stop=lambda: seen.append(walk.visited))
+    assert len(list(walk)) == 3000
+    # Two looks while its 3,000 entries are read (one per 1,024), then one per entry.
+    assert seen[:3] == [0, 0, 0]
+    assert len(seen) == 2 + 3000
