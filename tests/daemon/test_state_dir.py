@@ -63,7 +63,8 @@ async def test_a_second_daemon_refuses_a_live_run_id_and_reports_it_active_elsew
         assert [(r["runId"], r["status"], r["active"]) for r in runs] == [
             ("shared", "running", True)
         ]
-        await first.call(4, "run/cancel", {"runId": "shared"})
+        first.send({"jsonrpc": "2.0", "id": 4, "method": "run/cancel",
+                    "params": {"runId": "shared"}})  # fmt: skip
         assert (await first.reply_to(3))["result"]["status"] == "cancelled"
         after = await second.call(5, "run/get", {"runId": "shared"})
         assert after["result"]["status"] == "cancelled"  # the lock is gone: read back
