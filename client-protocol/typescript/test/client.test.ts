@@ -168,7 +168,10 @@ test("a run calls a client tool and builtin tools, streaming gap-free notificati
       assert.equal(context.signal.aborted, false);
 
       assert.deepEqual(asked.map((r) => [r.runId, r.toolName]), [["ts-run", "builtin/file-write"]]);
-      assert.deepEqual(asked[0]?.inputs, { path: "new.txt", content: "written" });
+      // What the tool will receive: the model's arguments plus the run's reserved values.
+      assert.deepEqual(asked[0]?.inputs, {
+        path: "new.txt", content: "written", sandbox_root: workspace, resource_bindings: { db: "main" },
+      });
       assert.equal(asked[0]?.callId, write.callId);
 
       const mine = events.filter((e) => e.params.runId === "ts-run");
