@@ -47,7 +47,7 @@ def _notified(daemon: RawDaemon, method: str) -> list[dict[str, Any]]:
 
 def _kept_file(output: str) -> Path:
     """The file a cut output names (the only absolute path in it)."""
-    (found,) = re.findall(r"(/\S+\.json)", output)
+    (found,) = re.findall(r"(/\S+\.(?:json|txt))\]", output)
     return Path(found)
 
 

@@ -433,15 +433,17 @@ class Dispatcher:
 
     # -- outbound ------------------------------------------------------------------------
 
-    def _write_text(self, text: str, reply_to: str | int | None = None) -> None:
+    def _write_text(self, text: str, reply_to: str | int | None = None) -> bool:
+        """Frame and send ``text``; False (logged, nothing sent) when it is over the limit."""
         data = encode_frame(text)
         if len(data) > MAX_BODY:
             logger.error("not sending a %d-byte frame: over the %d-byte limit", len(data), MAX_BODY)
             if reply_to is not None:
                 text = f"internal error: the reply would be {len(data)} bytes, over the limit"
                 self._reply_error(reply_to, INTERNAL_ERROR, text)
-            return
+            return False
         self._sink.write(data)
+        return True
 
     def _invalid(self, msg_id: str | int | None, what: str) -> None:
         self._reply_error(msg_id, INVALID_REQUEST, f"invalid request: {what}")
@@ -463,7 +465,10 @@ class Dispatcher:
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         self._outgoing[msg_id] = future
         message = {"jsonrpc": "2.0", "id": msg_id, "method": method, "params": params}
-        self._write_text(dumps(message))
+        if not self._write_text(dumps(message)):  # never sent: fail now, not at a timeout
+            self._outgoing.pop(msg_id, None)
+            text = f"{method} was not sent: its params are over the {MAX_BODY}-byte frame limit"
+            future.set_exception(PeerRequestError(INTERNAL_ERROR, text))
         return msg_id, future
 
     def cancel_request(self, msg_id: str, extra: dict[str, Any] | None = None) -> None:

@@ -5,11 +5,14 @@ holding ``NaN`` or ``Infinity`` fails its record (JSON has no such numbers, and 
 never writes them). An output whose JSON text is larger than the cap is cut for the
 record, the notifications and the model: the record's ``output`` becomes a string that
 starts with the first bytes of the JSON text and ends by saying the full size and the
-absolute path of the file under the state dir that holds the whole output.
+absolute path of the file under the state dir that holds the whole output:
+``STATE_DIR/outputs/RUN_ID/N-CALL_ID.json`` (the output as JSON), or ``.txt`` for a
+string output (its text as is), where ``N`` numbers the run's cut outputs from 1.
 """
 
 from __future__ import annotations
 
+import itertools
 import json
 import logging
 import os
@@ -22,6 +25,9 @@ from ..tool._types import JSONValue
 logger = logging.getLogger(__name__)
 
 DEFAULT_MAX_TOOL_OUTPUT_BYTES = 1024 * 1024
+MAX_TOOL_OUTPUT_BYTES = 16 * 1024 * 1024
+"""The highest cap a client may set: a record quotes its output's JSON text, which at most
+doubles it when escaped again, and must still fit one 64 MiB frame with room to spare."""
 
 _encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
@@ -37,6 +43,7 @@ class OutputCap:
     def __init__(self, outputs_dir: Path, max_bytes: int) -> None:
         self.outputs_dir = outputs_dir
         self.max_bytes = max_bytes
+        self._kept = itertools.count(1)
 
     def __call__(self, tool_name: str, call_id: str, output: JSONValue) -> JSONValue:
         if output is None or isinstance(output, bool | int):
@@ -53,13 +60,16 @@ class OutputCap:
         data = text.encode("utf-8", "surrogatepass")
         if len(data) <= self.max_bytes:
             return output
-        return self._cut(call_id, data)
+        return self._cut(call_id, data, ".txt" if isinstance(output, str) else ".json")
 
-    def _cut(self, call_id: str, data: bytes) -> str:
-        path = self.outputs_dir / f"{_UNSAFE.sub('_', call_id)[:100] or 'call'}.json"
+    def _cut(self, call_id: str, data: bytes, suffix: str) -> str:
+        # Numbered: call ids may repeat in a run (a model may reuse them), or differ only
+        # in characters a file name cannot hold; no cut output may overwrite another's.
+        name = f"{next(self._kept):05d}-{_UNSAFE.sub('_', call_id)[:100] or 'call'}{suffix}"
+        path = self.outputs_dir / name
         try:
             self.outputs_dir.mkdir(parents=True, exist_ok=True)
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
             try:
                 view = memoryview(data)
                 while view:

@@ -46,6 +46,7 @@ from ._dispatch import (
     RequestHandler,
     RpcError,
 )
+from ._outputs import MAX_TOOL_OUTPUT_BYTES
 from ._peer import CurrentPeer
 from ._permissions import make_policy_factory
 from ._runs import DaemonConfig, RunManager
@@ -204,8 +205,12 @@ class CleverAgentsServer:
                 check_env_names(options.shell_env)
             except ValueError as exc:
                 raise RpcError(INVALID_PARAMS, f"initializationOptions.shellEnv: {exc}") from None
-        if options.max_tool_output_bytes is not None and options.max_tool_output_bytes < 1:
-            text = "initializationOptions.maxToolOutputBytes: must be at least 1"
+        cap = options.max_tool_output_bytes
+        if cap is not None and not 1 <= cap <= MAX_TOOL_OUTPUT_BYTES:
+            text = (
+                "initializationOptions.maxToolOutputBytes: must be from 1 to "
+                f"{MAX_TOOL_OUTPUT_BYTES} (16 MiB), so that every record fits one frame"
+            )
             raise RpcError(INVALID_PARAMS, text)
         if options.state_dir is not None:
             _check_path(options.state_dir, "initializationOptions.stateDir")
