@@ -120,6 +120,9 @@ class Run:
     twice and never blocks the event loop for long."""
     result_text: RawJson | None = None
     """The RunResult's JSON text once the run ended: the ``run/start`` reply."""
+    _record_frame: tuple[str, str, str] | None = None
+    """``run/toolCall`` params as made from the wire class, cut around ``seq`` and
+    ``record``: each record is then encoded once, and its notification costs a format."""
 
     def emit(self, method: str, notification: Any) -> None:
         """Send one numbered notification and log it; nothing after ``run/finished``.
@@ -137,10 +140,18 @@ class Run:
         if self.finished:
             return
         self.seq += 1
-        payload = unstructure(wire.ToolCallNotification(self.run_id, self.seq, record))
-        text = _encode(payload["record"])
+        if self._record_frame is None:  # once per run: the params around seq and record
+            payload = unstructure(wire.ToolCallNotification(self.run_id, self.seq, record))
+            payload["seq"], payload["record"] = _SEQ, _RAW
+            head = _encode(payload)
+            at, end = head.index(_SEQ_JSON), head.index(_RAW_JSON)
+            self._record_frame = (
+                head[:at], head[at + len(_SEQ_JSON) : end], head[end + len(_RAW_JSON) :]
+            )  # fmt: skip
+        before, between, after = self._record_frame
+        text = _encode(unstructure(record))
         self.record_texts[id(record)] = text
-        self._send(m.RUN_TOOL_CALL, _splice(payload, "record", text))
+        self._send(m.RUN_TOOL_CALL, f"{before}{self.seq}{between}{text}{after}")
 
     async def emit_finished(self, result: wire.RunResult) -> RawJson:
         """``run/finished``; returns the result's JSON text, which the reply reuses.
@@ -204,6 +215,8 @@ GIL; the event loop goes on)."""
 
 _RAW = "\x00raw-" + secrets.token_hex(16)
 _RAW_JSON = dumps(_RAW)
+_SEQ = "\x00seq-" + secrets.token_hex(16)
+_SEQ_JSON = dumps(_SEQ)
 
 
 def _splice(payload: dict[str, Any], key: str, raw: str) -> str:
