@@ -621,15 +621,18 @@ class RunManager:
         raise SandboxViolationError(f"sandboxRoot {requested!r} is outside every workspace folder")
 
     def _history(self, continue_from: str | None) -> list[Message] | None:
+        """The conversation ``continueFrom`` names: from memory when this daemon ran it,
+        else rebuilt from its transcript (a run of an earlier daemon, or of another one).
+        Unknown: -32022; still running: -32023; interrupted: -32028."""
         if continue_from is None:
             return None
         messages = self._messages.get(continue_from)
-        if messages is None:
-            raise RunNotFoundError(
-                f"cannot continue from run {continue_from!r}: its conversation is not in "
-                "this daemon's memory"
-            )
-        return messages
+        if messages is not None:
+            return messages
+        if continue_from in self.active:
+            raise RunStateError(f"cannot continue from run {continue_from!r}: it is still running")
+        # A few file reads, once per run/start: small next to the run's first model call.
+        return self.store.conversation(continue_from)
 
     # -- driving a run ---------------------------------------------------------------
 

@@ -31,6 +31,14 @@ Reading
     code and a ``durationMs`` from ``$/meta.startedAt`` to the file's mtime (the time
     of its last write, hence of its last event).
 
+Rebuilding a conversation
+    ``conversation`` turns a finished run's lines back into the messages its loop held
+    (``continueFrom`` of a run no longer in memory): the prompt from ``$/meta``, then per
+    iteration that ended (a ``run/iteration`` line) the assistant message with its tool
+    calls (``run/toolCallStarted``) and one tool message per call (its ``run/toolCall``
+    record, as the runtime words it). A run that continued another is rebuilt after the
+    one it continued. The system prompt is not in transcripts; the next run brings its own.
+
 The index
     ``summaries()`` answers from an in-memory cache keyed by each file's (inode, size,
     mtime), refreshed by one directory scan and re-reading only the files that changed.
@@ -56,7 +64,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from ..tool import RunInterruptedError, RunNotFoundError, RunStateError
+from ..tool import Message, RunInterruptedError, RunNotFoundError, RunStateError, ToolCall
+from ..tool._runner import output_text
 
 logger = logging.getLogger(__name__)
 
@@ -74,6 +83,8 @@ _PERSIST_EVERY = 64
 """Persist the index after this many changed entries (and after the first build), so
 warm listings rarely pay for writing it and a cold start re-reads at most this many."""
 _SUFFIX = ".jsonl"
+MAX_CONTINUATIONS = 1000
+"""How many runs a rebuilt conversation may chain through ``continueFrom``."""
 
 
 def valid_run_id(run_id: str) -> bool:
@@ -332,6 +343,69 @@ class TranscriptStore:
             "error": {"code": RunInterruptedError.code, "message": INTERRUPTED_MESSAGE},
         }
 
+    def conversation(self, run_id: str) -> list[Message]:
+        """The messages of a finished run, rebuilt from its transcript and those of the
+        runs it continued, oldest first; what ``continueFrom`` continues.
+
+        Raises ``RunNotFoundError`` for an unknown run (or one it continued),
+        ``RunStateError`` for a run still being written, ``RunInterruptedError`` for one
+        that never finished."""
+        chain: list[list[Message]] = []
+        seen: set[str] = set()
+        current: str | None = run_id
+        while current is not None:
+            if current in seen or len(seen) >= MAX_CONTINUATIONS:
+                raise RunStateError(f"run {run_id!r} continues a chain of runs that loops")
+            seen.add(current)
+            try:
+                messages, current = self._own_messages(current)
+            except RunNotFoundError:
+                if current == run_id:
+                    raise
+                raise RunNotFoundError(
+                    f"run {run_id!r} continues run {current!r}, whose transcript is gone"
+                ) from None
+            chain.append(messages)
+        return [message for messages in reversed(chain) for message in messages]
+
+    def _own_messages(self, run_id: str) -> tuple[list[Message], str | None]:
+        """One run's own messages and the run it continued (``$/meta.continueFrom``)."""
+        meta: dict[str, Any] = {}
+        calls: dict[int, list[ToolCall]] = {}
+        records: dict[int, list[dict[str, Any]]] = {}
+        ended: list[tuple[int, str]] = []  # (iteration, content) of each run/iteration
+        finished = False
+        for event in self.events(run_id):
+            method, params = event.get("method"), event["params"]
+            if method == META and not meta:
+                meta = params
+            elif method == "run/toolCallStarted":
+                arguments = params.get("inputs")
+                calls.setdefault(_int(params.get("iteration")), []).append(
+                    ToolCall(
+                        str(params.get("callId", "")), str(params.get("toolName", "")),
+                        arguments if isinstance(arguments, dict) else {},
+                    )
+                )  # fmt: skip
+            elif method == "run/toolCall" and isinstance(params.get("record"), dict):
+                record = params["record"]
+                records.setdefault(_int(record.get("iteration")), []).append(record)
+            elif method == "run/iteration":
+                ended.append((_int(params.get("iteration")), str(params.get("content", ""))))
+            elif method == "run/finished":
+                finished = True
+        if not finished:
+            if self.is_live(run_id):
+                raise RunStateError(f"run {run_id!r} has not finished")
+            raise RunInterruptedError(f"run {run_id!r} cannot be continued: {INTERRUPTED_MESSAGE}")
+        messages = [Message("user", str(meta.get("prompt", "")))]
+        for iteration, content in ended:
+            own_calls = calls.get(iteration, [])
+            messages.append(Message("assistant", content, own_calls))
+            messages.extend(_tool_messages(own_calls, records.get(iteration, [])))
+        parent = meta.get("continueFrom")
+        return messages, parent if isinstance(parent, str) and parent else None
+
     def _interrupted_duration(self, run_id: str, started_at: str) -> float:
         """From ``$/meta.startedAt`` to the file's last write: the time of its last event."""
         try:
@@ -474,6 +548,28 @@ class TranscriptStore:
             logger.debug("cannot write the run index %s: %s", self.index_path, exc)
             with contextlib.suppress(OSError):
                 temp.unlink()
+
+
+def _tool_messages(calls: list[ToolCall], records: list[dict[str, Any]]) -> list[Message]:
+    """One tool message per call, in the model's order, worded as the runtime words them
+    (``take_records``): the output as text, or the error of a failed record."""
+    by_id: dict[str, list[dict[str, Any]]] = {}
+    for record in records:
+        by_id.setdefault(str(record.get("callId", "")), []).append(record)
+    out = []
+    for call in calls:
+        pending = by_id.get(call.id)
+        record: dict[str, Any] | None = pending.pop(0) if pending else None
+        if record is None:
+            text = "the tool call has no record in the transcript"
+            out.append(Message("tool", text, [], call.id, call.name, True))
+        elif record.get("success") is True:
+            text = output_text(record.get("output"))
+            out.append(Message("tool", text, [], call.id, call.name))
+        else:
+            text = str(record.get("error") or "the tool failed")
+            out.append(Message("tool", text, [], call.id, call.name, True))
+    return out
 
 
 def _int(value: Any) -> int:
