@@ -554,12 +554,12 @@ def _tool_messages(calls: list[ToolCall], records: list[dict[str, Any]]) -> list
     """One tool message per call, in the model's order, worded as the runtime words them
     (``take_records``): the output as text, or the error of a failed record."""
     by_id: dict[str, list[dict[str, Any]]] = {}
-    for record in records:
-        by_id.setdefault(str(record.get("callId", "")), []).append(record)
+    for each in records:
+        by_id.setdefault(str(each.get("callId", "")), []).append(each)
     out = []
     for call in calls:
         pending = by_id.get(call.id)
-        record: dict[str, Any] | None = pending.pop(0) if pending else None
+        record = pending.pop(0) if pending else None
         if record is None:
             text = "the tool call has no record in the transcript"
             out.append(Message("tool", text, [], call.id, call.name, True))
