@@ -6,5 +6,6 @@ imports neither pygls nor the daemon.
 
 from ._client import Client
 from ._connection import Connection, HandlerError, RpcError
+from ._stderr import DaemonStartError
 
-__all__ = ["Client", "Connection", "HandlerError", "RpcError"]
+__all__ = ["Client", "Connection", "DaemonStartError", "HandlerError", "RpcError"]

@@ -1,28 +1,91 @@
 """``Client``: spawn ``cleveragents serve``, register Python tools, run, stream events.
 
 async with await Client.spawn(workspace="/path/to/project", model="scripted:turns.json") as client:
-    await client.register_tool("client/greet", "Greet someone.", {"type": "object"}, greet)
-    result = await client.run("Say hello", on_event=print)
+    @client.tool
+    def greet(name: str) -> str:
+        "Greet someone."
+        return f"Hello, {name}!"
+
+    result = await client.run("Say hello", on_event=print, max_iterations=3)
+
+What the caller gets wrong fails loudly where it is made: an unknown ``run()`` keyword
+is a ``TypeError``, and so is a ``permission_handler`` answer that is neither an outcome
+nor ``{"outcome": ...}`` (``run()`` raises it, after cancelling the run). Cancelling the
+task that awaits ``run()`` cancels the run on the daemon before ``CancelledError``
+reaches the caller.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import inspect
 import os
 import sys
 from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar, overload
 
+import attrs
+
+from ..protocol import camel, wire
 from ..protocol import methods as m
 from ._connection import Connection, HandlerError, RpcError
+from ._schema import function_schema
+from ._stderr import DaemonStartError, LineCallback, StderrTail, to_stderr
 
 ToolFunction = Callable[[dict[str, Any]], Any | Awaitable[Any]]
 EventCallback = Callable[[str, dict[str, Any]], None]
-PermissionCallback = Callable[[dict[str, Any]], str | Awaitable[str]]
+PermissionAnswer = str | Mapping[str, Any]
+PermissionCallback = Callable[[dict[str, Any]], PermissionAnswer | Awaitable[PermissionAnswer]]
+"""Answers ``permission/request`` params with an outcome or ``{"outcome": ...}``."""
 LlmCallback = Callable[[dict[str, Any]], dict[str, Any] | Awaitable[dict[str, Any]]]
 """Answers ``llm/generate`` params with ``{content, toolCalls, usage?}``."""
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+OUTCOMES = frozenset({"allow_once", "allow_always", "reject_once", "reject_always"})
+CANCEL_WAIT_S = 5.0
+"""How long a cancelled ``run()`` waits for the daemon to end the run before raising."""
+
+_RUN_PARAM_NAMES: dict[str, str] = {}
+for _field in attrs.fields(wire.RunParams):
+    if _field.name != "prompt":
+        _RUN_PARAM_NAMES[_field.name] = _RUN_PARAM_NAMES[camel(_field.name)] = camel(_field.name)
+
+
+def run_params(params: Mapping[str, Any]) -> dict[str, Any]:
+    """``run()``'s keywords as ``RunParams`` wire fields: Python names (``max_iterations``)
+    and wire names (``maxIterations``) both; anything else is a ``TypeError``."""
+    out: dict[str, Any] = {}
+    for key, value in params.items():
+        name = _RUN_PARAM_NAMES.get(key)
+        if name is None:
+            raise TypeError(
+                f"run() got an unexpected keyword argument {key!r}; RunParams fields are "
+                + ", ".join(sorted({k for k in _RUN_PARAM_NAMES if "_" in k or k.islower()}))
+            )
+        if name in out:
+            raise TypeError(f"run() got {key!r} twice (as {name!r} too)")
+        out[name] = value
+    return out
+
+
+def permission_outcome(answer: Any) -> str:
+    """A ``permission_handler``'s answer as an outcome: a string, or ``{"outcome": ...}``."""
+    outcome = answer.get("outcome") if isinstance(answer, Mapping) else answer
+    if not isinstance(outcome, str):
+        raise TypeError(
+            "permission_handler must return an outcome string or {'outcome': outcome}, "
+            f"got {answer!r}"
+        )
+    if outcome not in OUTCOMES:
+        raise TypeError(
+            f"permission_handler returned {outcome!r}; an outcome is one of "
+            + ", ".join(sorted(OUTCOMES))
+        )
+    return outcome
+
 
 RUN_EVENTS = frozenset(
     {m.RUN_STARTED, m.RUN_MESSAGE_DELTA, m.RUN_TOOL_CALL_STARTED, m.RUN_TOOL_CALL,
@@ -42,6 +105,9 @@ class Client:
         self._any_listeners: list[EventCallback] = []
         self.permission_handler: PermissionCallback | None = None
         self.llm_handler: LlmCallback | None = None
+        self.stderr: StderrTail | None = None
+        self._registering: list[asyncio.Task[None]] = []
+        self._handler_errors: dict[str, BaseException] = {}
         connection.notification_handlers.append(self._on_notification)
         connection.handle(m.TOOLS_CALL, self._on_tools_call)
         connection.handle(m.PERMISSION_REQUEST, self._on_permission)
@@ -60,20 +126,30 @@ class Client:
         extra_folders: tuple[str | Path, ...] = (),
         command: list[str] | None = None,
         env: Mapping[str, str] | None = None,
+        on_stderr: LineCallback | None = to_stderr,
     ) -> Client:
-        """Start ``cleveragents serve`` and complete ``initialize``."""
+        """Start ``cleveragents serve`` and complete ``initialize``.
+
+        The daemon runs in a session of its own, so a Ctrl-C at the terminal reaches
+        only this process, which then cancels its runs cleanly; the daemon still ends
+        with this process (end of its input). Each line of its stderr goes to
+        ``on_stderr`` (default: this process's stderr). If it exits before answering
+        ``initialize``, :class:`DaemonStartError` carries its exit code and stderr tail."""
         argv = command or [sys.executable, "-m", "cleveragents", "serve"]
         if state_dir is not None:
             argv = [*argv, "--state-dir", str(state_dir)]
         process = await asyncio.create_subprocess_exec(
             *argv, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-            env={**os.environ, **(env or {})}, limit=64 * 1024 * 1024,
+            stderr=asyncio.subprocess.PIPE, env={**os.environ, **(env or {})},
+            limit=64 * 1024 * 1024, start_new_session=True,
         )  # fmt: skip
         assert process.stdin is not None
         assert process.stdout is not None
+        assert process.stderr is not None
         connection = Connection(process.stdout, process.stdin)
         connection.start()
         client = cls(process, connection)
+        client.stderr = StderrTail(process.stderr, on_stderr)
         # One resolve per folder at spawn time; not worth a thread hop.
         folders = [Path(p).resolve() for p in (workspace, *extra_folders)]  # noqa: ASYNC240
         options: dict[str, Any] = {}
@@ -94,6 +170,10 @@ class Client:
                     "initializationOptions": options,
                 },
             )
+        except ConnectionError:
+            await client.close()
+            await client.stderr.drained(1.0)
+            raise DaemonStartError(process.returncode, client.stderr.tail()) from None
         except BaseException:
             await client.close()
             raise
@@ -136,6 +216,68 @@ class Client:
         self._tools[name] = function
         await self.connection.request(m.TOOLS_REGISTER, params)
 
+    @overload
+    def tool(self, function: F, /) -> F: ...
+
+    @overload
+    def tool(
+        self,
+        *,
+        name: str | None = None,
+        description: str | None = None,
+        input_schema: Mapping[str, Any] | None = None,
+        annotations: Mapping[str, bool] | None = None,
+        timeout_ms: int | None = None,
+    ) -> Callable[[F], F]: ...
+
+    def tool(
+        self,
+        function: Callable[..., Any] | None = None,
+        *,
+        name: str | None = None,
+        description: str | None = None,
+        input_schema: Mapping[str, Any] | None = None,
+        annotations: Mapping[str, bool] | None = None,
+        timeout_ms: int | None = None,
+    ) -> Any:
+        """Register a function as a client tool: ``@client.tool`` or ``@client.tool(...)``.
+
+        Its name is ``client/FUNCTION_NAME`` unless ``name`` is given; its input schema
+        is inferred from its type hints, and its description and parameter descriptions
+        from its docstring (``input_schema`` and ``description`` override them). It is
+        called with the model's arguments as keywords, sync or async. Registration is
+        sent at once and awaited by the next ``run()`` (or ``await tools_ready()``);
+        the function is returned unchanged."""
+
+        def register(target: F) -> F:
+            doc, schema = ("", {}) if input_schema is not None else function_schema(target)
+            if input_schema is not None:
+                schema = dict(input_schema)
+            text = description if description is not None else doc or inspect.getdoc(target)
+            tool_name = name or f"client/{target.__name__}"
+
+            async def call(arguments: dict[str, Any]) -> Any:
+                output = target(**arguments)
+                return await output if inspect.isawaitable(output) else output
+
+            registration = self.register_tool(
+                tool_name, text or tool_name, schema, call,
+                annotations=annotations, timeout_ms=timeout_ms,
+            )  # fmt: skip
+            self._registering.append(asyncio.ensure_future(registration))
+            return target
+
+        return register(function) if function is not None else register
+
+    async def tools_ready(self) -> None:
+        """Wait for the ``@client.tool`` registrations sent so far; raises the first error."""
+        pending, self._registering = self._registering, []
+        if pending:
+            results = await asyncio.gather(*pending, return_exceptions=True)
+            for result in results:
+                if isinstance(result, BaseException):
+                    raise result
+
     async def list_tools(self) -> list[dict[str, Any]]:
         result = await self.connection.request(m.TOOLS_LIST, {})
         return list(result["tools"])
@@ -154,12 +296,20 @@ class Client:
         return {"output": output}
 
     async def _on_permission(self, params: dict[str, Any]) -> Any:
+        """The handler's answer; one that raises or is malformed refuses this call,
+        cancels the run, and is raised from that run's ``run()``."""
         if self.permission_handler is None:
             return {"outcome": "reject_once"}
-        outcome = self.permission_handler(params)
-        if not isinstance(outcome, str):
-            outcome = await outcome
-        return {"outcome": outcome}
+        try:
+            answer = self.permission_handler(params)
+            if inspect.isawaitable(answer):
+                answer = await answer
+            return {"outcome": permission_outcome(answer)}
+        except Exception as exc:  # noqa: BLE001 - re-raised from run(), at the caller
+            run_id = str(params.get("runId"))
+            self._handler_errors.setdefault(run_id, exc)
+            self._send_cancel(run_id)
+            return {"outcome": "reject_once"}
 
     async def _on_llm_generate(self, params: dict[str, Any]) -> Any:
         if self.llm_handler is None:
@@ -190,18 +340,37 @@ class Client:
     async def run(
         self, prompt: str, *, on_event: EventCallback | None = None, **params: Any
     ) -> dict[str, Any]:
-        """Start a run and wait for its ``RunResult``. ``params`` are RunParams fields in
-        camelCase (``maxIterations=3``). Cancelling the awaiting task cancels the run."""
-        run_id = params.setdefault("runId", os.urandom(8).hex())
+        """Start a run and wait for its ``RunResult``.
+
+        ``params`` are ``RunParams`` fields, by Python name (``max_iterations=3``) or
+        wire name (``maxIterations=3``); any other keyword is a ``TypeError``. Cancelling
+        the awaiting task sends ``run/cancel`` and waits (at most ``CANCEL_WAIT_S``) for
+        the run to end, then raises ``CancelledError``."""
+        fields = run_params(params)
+        await self.tools_ready()
+        run_id = fields.setdefault("runId", os.urandom(8).hex())
         if on_event is not None:
             self._run_listeners.setdefault(run_id, []).append(on_event)
+        _, future = self.connection.send_request(m.RUN_START, {"prompt": prompt, **fields})
         try:
-            result: dict[str, Any] = await self.connection.request(
-                m.RUN_START, {"prompt": prompt, **params}
-            )
-            return result
+            result: dict[str, Any] = await asyncio.shield(future)
+        except asyncio.CancelledError:
+            if not future.done():
+                self._send_cancel(run_id)
+                await asyncio.wait([future], timeout=CANCEL_WAIT_S)
+            _consume(future)
+            raise
         finally:
             self._run_listeners.pop(run_id, None)
+            error = self._handler_errors.pop(run_id, None)
+        if error is not None:
+            raise error
+        return result
+
+    def _send_cancel(self, run_id: str) -> None:
+        """``run/cancel`` without waiting for its reply (the run may have just ended)."""
+        _, reply = self.connection.send_request(m.RUN_CANCEL, {"runId": run_id})
+        reply.add_done_callback(_consume)
 
     async def cancel(self, run_id: str) -> None:
         await self.connection.request(m.RUN_CANCEL, {"runId": run_id})
@@ -227,4 +396,13 @@ class Client:
             self.process.kill()
             await self.process.wait()
         await self.connection.close()
+        if self.stderr is not None:
+            await self.stderr.drained(1.0)  # its last lines, unless a child still holds it
+            await self.stderr.close()
         return self.process.returncode
+
+
+def _consume(future: asyncio.Future[Any]) -> None:
+    """Mark a future's outcome as seen, so an unanswered reply logs nothing at exit."""
+    if future.done() and not future.cancelled():
+        future.exception()

@@ -96,9 +96,12 @@ class Connection:
         awaiting task is cancelled, ``$/cancelRequest`` is sent for it."""
         msg_id, future = self.send_request(method, params)
         try:
-            return await future
+            # Shielded: awaiting the future itself would cancel it with the task, and the
+            # check below would then never see it pending.
+            return await asyncio.shield(future)
         except asyncio.CancelledError:
             if not future.done():
+                future.cancel()
                 self.notify("$/cancelRequest", {"id": msg_id})
             raise
         finally:
