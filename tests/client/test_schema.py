@@ -62,7 +62,7 @@ def test_a_hint_without_a_json_schema_is_a_type_error_naming_the_parameter() -> 
     def bad(when: complex) -> None:
         """Nope."""
 
-    with pytest.raises(TypeError, match="'when'.*input_schema="):
+    with pytest.raises(TypeError, match=r"'when'.*input_schema="):
         function_schema(bad)
-    with pytest.raises(TypeError, match="dict\\[str"):
+    with pytest.raises(TypeError, match=r"dict\[str"):
         hint_schema(dict[int, str])
