@@ -6,8 +6,13 @@
  *                                                     model: "scripted:turns.json" });
  *     await client.registerTool({ name: "client/greet", description: "Greet someone.",
  *                                 inputSchema: { type: "object" } }, (args) => `hi ${args.name}`);
- *     const result = await client.run("Say hello", { onEvent: (e) => console.log(e.method) });
- *     await client.close();
+ *     const subscription = client.onDidToolCall((e) => console.log(e.record.toolName));
+ *     const result = await client.run("Say hello", { signal });
+ *     subscription.dispose();
+ *     client.dispose(); // or `await client.close()` for the exit code
+ *
+ * This module owns the process, the connection and the handlers of daemon requests. The
+ * event types and emitters are in `events.ts`, the errors in `errors.ts`.
  */
 
 import { type ChildProcessWithoutNullStreams, spawn as spawnProcess } from "node:child_process";
@@ -17,41 +22,49 @@ import { basename, resolve as resolvePath } from "node:path";
 import { pathToFileURL } from "node:url";
 import {
   CancellationToken,
-  CancellationTokenSource,
   createMessageConnection,
+  type Disposable,
+  type Event,
   type MessageConnection,
   ResponseError,
   StreamMessageReader,
   StreamMessageWriter,
 } from "vscode-jsonrpc/node";
+import { DaemonExitedError, ErrorCodes, ToolError } from "./errors";
+import {
+  ClientEvents,
+  type DaemonExit,
+  type EventCallback,
+  type ProgressEvent,
+  RUN_EVENT_METHODS,
+  type RunEvent,
+  type WorkDoneProgress,
+} from "./events";
 import {
   type DaemonCapabilities,
   type ClientRequestMethod,
-  type DaemonNotificationMethod,
+  type IterationNotification,
   type ListedTool,
   type LlmGenerateParams,
   type LlmGenerateResult,
+  type MessageDeltaNotification,
   Methods,
-  type NotificationParams,
   type PermissionOutcome,
   type PermissionRequestParams,
   type RegisterToolsParams,
   type RequestParams,
   type RequestResults,
+  type RunFinishedNotification,
   type RunParams,
   type RunResult,
+  type RunStartedNotification,
   type RunSummary,
+  type ToolCallNotification,
+  type ToolCallStartedNotification,
   type ToolDefinition,
   type ToolsCallParams,
   type ToolsCallResult,
 } from "./protocol";
-
-/** One run notification, discriminated by `method`: `event.params` is typed accordingly. */
-export type RunEvent = {
-  [M in DaemonNotificationMethod]: { method: M; params: NotificationParams[M] };
-}[DaemonNotificationMethod];
-
-export type EventCallback = (event: RunEvent) => void;
 
 /** What a client tool's handler gets besides the arguments: the whole `tools/call` params
  * and a signal that aborts when the daemon cancels the call (run cancelled, timeout). */
@@ -112,42 +125,16 @@ export interface SpawnOptions {
 export interface RunOptions extends Omit<RunParams, "prompt"> {
   /** Notifications of this run only. */
   onEvent?: EventCallback;
-  /** Aborting sends `$/cancelRequest` for `run/start`: the daemon cancels the run and
-   * answers -32800, so `run()` rejects. Use `cancel(runId)` to get the cancelled result. */
+  /** `$/progress` of this run. Without a `workDoneToken`, the client makes one up. */
+  onProgress?: (value: WorkDoneProgress) => void;
+  /** Aborting cancels the run as `cancel(runId)` does: `run()` then resolves with the
+   * daemon's `RunResult`, `status: "cancelled"` (or the run's own status if it ended
+   * first). An already aborted signal starts nothing: `run()` rejects with its reason. */
   signal?: AbortSignal;
+  /** The same as `signal`, for a vscode-jsonrpc or VS Code `CancellationToken`. An
+   * already cancelled token rejects with an `AbortError`. */
+  token?: CancellationToken;
 }
-
-/** Thrown by a tool handler to fail the call with a chosen output (`isError: true`). */
-export class ToolError extends Error {
-  constructor(
-    message: string,
-    readonly output: unknown = message,
-  ) {
-    super(message);
-    this.name = "ToolError";
-  }
-}
-
-/** The daemon process ended (or could not start); `stderr` is the tail of its stderr. */
-export class DaemonExitedError extends Error {
-  constructor(
-    message: string,
-    readonly exitCode: number | null,
-    readonly stderr: string,
-  ) {
-    super(stderr ? `${message}\n${stderr}` : message);
-    this.name = "DaemonExitedError";
-  }
-}
-
-const RUN_EVENTS: readonly DaemonNotificationMethod[] = [
-  Methods.RUN_STARTED,
-  Methods.RUN_MESSAGE_DELTA,
-  Methods.RUN_TOOL_CALL_STARTED,
-  Methods.RUN_TOOL_CALL,
-  Methods.RUN_ITERATION,
-  Methods.RUN_FINISHED,
-];
 
 const STDERR_TAIL = 16 * 1024;
 
@@ -157,7 +144,7 @@ export function defaultCommand(env: NodeJS.ProcessEnv = process.env): string[] {
 }
 
 /** A connection to one spawned daemon. Many runs may go on at once. */
-export class CleverAgentsClient {
+export class CleverAgentsClient implements Disposable {
   /** `capabilities.experimental.cleveragents` from `initialize`. */
   capabilities: DaemonCapabilities = { protocolVersion: 0, methods: [], builtinTools: [] };
   /** Answers `permission/request`; `reject_once` when unset. */
@@ -166,16 +153,36 @@ export class CleverAgentsClient {
   llmHandler: LlmHandler | undefined;
 
   private readonly tools = new Map<string, ToolHandler>();
-  private readonly anyListeners = new Set<EventCallback>();
-  private readonly runListeners = new Map<string, Set<EventCallback>>();
+  private readonly events = new ClientEvents();
   private stderrTail = "";
-  private exit: { code: number | null; signal: NodeJS.Signals | null } | undefined;
+  private exit: DaemonExit | undefined;
   private readonly exited: Promise<number | null>;
   private closing: Promise<number | null> | undefined;
   private spawnError: Error | undefined;
 
   readonly process: ChildProcessWithoutNullStreams;
   readonly connection: MessageConnection;
+
+  /** Every run notification of this connection, in arrival order. */
+  readonly onEvent: Event<RunEvent> = this.events.any.event;
+  /** `run/started`: the daemon has started a run (also one started by `run()`). */
+  readonly onDidStartRun: Event<RunStartedNotification> = this.events.runStarted.event;
+  /** `run/messageDelta`: the model streamed text. */
+  readonly onDidReceiveMessageDelta: Event<MessageDeltaNotification> =
+    this.events.messageDelta.event;
+  /** `run/toolCallStarted`: a tool is about to run. */
+  readonly onDidStartToolCall: Event<ToolCallStartedNotification> =
+    this.events.toolCallStarted.event;
+  /** `run/toolCall`: a tool call ended, with its record, whatever the outcome. */
+  readonly onDidToolCall: Event<ToolCallNotification> = this.events.toolCall.event;
+  /** `run/iteration`: an iteration ended, its tools included. */
+  readonly onDidFinishIteration: Event<IterationNotification> = this.events.iteration.event;
+  /** `run/finished`: a run ended; its `result` equals the `run/start` reply. */
+  readonly onDidFinishRun: Event<RunFinishedNotification> = this.events.runFinished.event;
+  /** `$/progress` of runs started with a `workDoneToken`. */
+  readonly onDidProgress: Event<ProgressEvent> = this.events.progress.event;
+  /** The daemon process exited (after `close()`, or on its own), with its code or signal. */
+  readonly onDidExit: Event<DaemonExit> = this.events.exit.event;
 
   private constructor(child: ChildProcessWithoutNullStreams, connection: MessageConnection) {
     this.process = child;
@@ -187,6 +194,7 @@ export class CleverAgentsClient {
         this.exit = { code, signal };
         connection.dispose(); // rejects whatever is still pending
         resolve(code);
+        this.events.exit.fire({ code, signal });
       };
     });
     child.once("close", (code, signal) => markExit(code, signal));
@@ -194,11 +202,13 @@ export class CleverAgentsClient {
       this.spawnError = error;
       if (child.pid === undefined) markExit(null, null); // never started: no "close" follows
     });
-    for (const method of RUN_EVENTS) {
+    for (const method of RUN_EVENT_METHODS) {
       connection.onNotification(method, (params: unknown) => {
-        this.dispatch({ method, params } as RunEvent);
+        this.events.fireRunEvent({ method, params } as RunEvent);
       });
     }
+    // vscode-jsonrpc routes `$/progress` itself: tokens nobody registered end up here.
+    connection.onUnhandledProgress((params) => this.events.progress.fire(params as ProgressEvent));
     connection.onRequest(
       Methods.TOOLS_CALL,
       (params: ToolsCallParams, token: CancellationToken) => this.onToolsCall(params, token),
@@ -357,8 +367,10 @@ export class CleverAgentsClient {
   ): Promise<ToolsCallResult | ResponseError> {
     const handler = this.tools.get(params.name);
     if (handler === undefined) {
-      return new ResponseError(-32601, `no client tool ${JSON.stringify(params.name)}`);
+      return new ResponseError(ErrorCodes.MethodNotFound,
+                               `no client tool ${JSON.stringify(params.name)}`);
     }
+    if (token.isCancellationRequested) return cancelledError(); // never start a cancelled call
     const { signal, dispose } = abortSignalOf(token);
     try {
       const output = await handler({ ...(params.arguments ?? {}) }, { ...params, signal });
@@ -375,9 +387,10 @@ export class CleverAgentsClient {
   private async onPermission(
     params: PermissionRequestParams,
     token: CancellationToken,
-  ): Promise<{ outcome: PermissionOutcome }> {
+  ): Promise<{ outcome: PermissionOutcome } | ResponseError> {
     const handler = this.permissionHandler;
     if (handler === undefined) return { outcome: "reject_once" };
+    if (token.isCancellationRequested) return cancelledError();
     const { signal, dispose } = abortSignalOf(token);
     try {
       return { outcome: await handler(params, signal) };
@@ -393,12 +406,16 @@ export class CleverAgentsClient {
     token: CancellationToken,
   ): Promise<LlmGenerateResult | ResponseError> {
     const handler = this.llmHandler;
-    if (handler === undefined) return new ResponseError(-32601, "this client lends no model");
+    if (handler === undefined) {
+      return new ResponseError(ErrorCodes.MethodNotFound, "this client lends no model");
+    }
+    if (token.isCancellationRequested) return cancelledError();
     const { signal, dispose } = abortSignalOf(token);
     try {
       return await handler(params, signal);
     } catch (error) {
-      return new ResponseError(-32603, error instanceof Error ? error.message : String(error));
+      return new ResponseError(ErrorCodes.InternalError,
+                               error instanceof Error ? error.message : String(error));
     } finally {
       dispose();
     }
@@ -411,52 +428,57 @@ export class CleverAgentsClient {
 
   // -- runs -------------------------------------------------------------------------------
 
-  /** Receive every run notification of this connection; returns an unsubscribe function. */
-  onEvent(callback: EventCallback): () => void {
-    this.anyListeners.add(callback);
-    return () => this.anyListeners.delete(callback);
-  }
-
-  private dispatch(event: RunEvent): void {
-    // Every listener hears the event even if one throws; the first error is rethrown
-    // afterwards (vscode-jsonrpc reports it as a failed notification handler).
-    let failure: { error: unknown } | undefined;
-    const listeners = [...this.anyListeners, ...(this.runListeners.get(event.params.runId) ?? [])];
-    for (const callback of listeners) {
-      try {
-        callback(event);
-      } catch (error) {
-        failure ??= { error };
-      }
-    }
-    if (failure !== undefined) throw failure.error;
-  }
-
   /** Start a run and wait for its `RunResult` (the `run/start` reply comes when the run
-   * ends). A `runId` is made up when `options` has none. */
+   * ends). A `runId` is made up when `options` has none.
+   *
+   * An abort (`signal` or `token`) sends `run/cancel` for this run, not `$/cancelRequest`
+   * for `run/start`: that way the reply is the cancelled `RunResult` rather than -32800.
+   * The daemon knows the run only once it announces it (`run/started`), so an abort
+   * before then is held and sent at that moment. */
   async run(prompt: string, options: RunOptions = {}): Promise<RunResult> {
-    const { onEvent, signal, ...rest } = options;
+    const { onEvent, onProgress, signal, token, ...rest } = options;
+    signal?.throwIfAborted();
+    if (token?.isCancellationRequested) throw abortError();
     const runId = rest.runId ?? randomBytes(8).toString("hex");
     const params: RunParams = { ...rest, prompt, runId };
+    if (onProgress !== undefined) params.workDoneToken ??= `cleveragents-run-${runId}`;
+
+    const subscriptions: Disposable[] = [];
     if (onEvent !== undefined) {
-      let listeners = this.runListeners.get(runId);
-      if (listeners === undefined) this.runListeners.set(runId, (listeners = new Set()));
-      listeners.add(onEvent);
+      subscriptions.push(this.onEvent((event) => {
+        if (event.params.runId === runId) onEvent(event);
+      }));
     }
-    const source = new CancellationTokenSource();
-    const abort = (): void => source.cancel();
-    if (signal?.aborted) abort();
-    signal?.addEventListener("abort", abort, { once: true });
+    if (onProgress !== undefined) {
+      subscriptions.push(this.onDidProgress((progress) => {
+        if (progress.token === params.workDoneToken) onProgress(progress.value);
+      }));
+    }
+    let announced = false;
+    let aborted = false;
+    const sendCancel = (): void => {
+      // -32023 (it finished first) or a dead daemon: the run/start reply says what happened.
+      this.cancel(runId).catch(() => undefined);
+    };
+    subscriptions.push(this.onDidStartRun((started) => {
+      if (started.runId !== runId) return;
+      announced = true;
+      if (aborted) sendCancel();
+    }));
+    const abort = (): void => {
+      if (aborted) return;
+      aborted = true;
+      if (announced) sendCancel();
+    };
+    if (signal !== undefined) {
+      signal.addEventListener("abort", abort, { once: true });
+      subscriptions.push({ dispose: () => signal.removeEventListener("abort", abort) });
+    }
+    if (token !== undefined) subscriptions.push(token.onCancellationRequested(abort));
     try {
-      return await this.request(Methods.RUN_START, params, source.token);
+      return await this.request(Methods.RUN_START, params);
     } finally {
-      signal?.removeEventListener("abort", abort);
-      source.dispose();
-      const listeners = this.runListeners.get(runId);
-      if (onEvent !== undefined && listeners !== undefined) {
-        listeners.delete(onEvent);
-        if (listeners.size === 0) this.runListeners.delete(runId);
-      }
+      for (const subscription of subscriptions) subscription.dispose();
     }
   }
 
@@ -476,10 +498,16 @@ export class CleverAgentsClient {
   // -- lifecycle --------------------------------------------------------------------------
 
   /** `shutdown` + `exit` when possible, then wait for the process (each step bounded by
-   * `timeoutMs`), killing it if it lingers. Resolves with the exit code. Idempotent. */
+   * `timeoutMs`), killing it if it lingers. Resolves with the exit code, after
+   * `onDidExit` has fired; then every event is disposed. Idempotent. */
   close(timeoutMs = 5_000): Promise<number | null> {
     this.closing ??= this.doClose(timeoutMs);
     return this.closing;
+  }
+
+  /** `close()` without waiting, for `context.subscriptions` and the like. */
+  dispose(): void {
+    void this.close();
   }
 
   private async doClose(timeoutMs: number): Promise<number | null> {
@@ -500,6 +528,7 @@ export class CleverAgentsClient {
       await this.exited;
     }
     this.connection.dispose();
+    this.events.dispose();
     return this.exit?.code ?? null;
   }
 
@@ -523,6 +552,17 @@ export class CleverAgentsClient {
     return new DaemonExitedError(`the daemon exited (${how})`, this.exit?.code ?? null,
                                  this.stderrTail);
   }
+}
+
+/** The answer to a daemon request it cancelled before its handler could start: vscode-jsonrpc
+ * queues a request and its `$/cancelRequest` together when they arrive in one read. */
+function cancelledError(): ResponseError {
+  return new ResponseError(ErrorCodes.RequestCancelled, "request cancelled");
+}
+
+/** What an aborted `fetch` rejects with; `signal.reason` has the same shape by default. */
+function abortError(): Error {
+  return new DOMException("This operation was aborted", "AbortError");
 }
 
 function abortSignalOf(token: CancellationToken): { signal: AbortSignal; dispose: () => void } {

@@ -6,18 +6,26 @@ import { mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSy
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { test } from "node:test";
+import * as jsonrpc from "vscode-jsonrpc/node";
 import { ResponseError } from "vscode-jsonrpc/node";
+import * as index from "../src/index";
 import {
+  CancellationTokenSource,
   CleverAgentsClient,
   DaemonExitedError,
+  type DaemonExit,
   ErrorCodes,
   Methods,
   type PermissionRequestParams,
+  type ProgressEvent,
   type RunEvent,
   type SpawnOptions,
   type ToolCallContext,
+  type ToolCallNotification,
   type ToolDefinition,
+  type WorkDoneProgress,
 } from "../src/index";
+import { ErrorCodes as DaemonErrorCodes } from "../src/protocol";
 
 const PACKAGE_DIR = resolve(__dirname, "..", ".."); // dist/test -> the package
 const PYTHON = pythonPath(process.env.CLEVERAGENTS_PYTHON);
@@ -100,6 +108,21 @@ async function withDaemon(
     }
     rmSync(root, { recursive: true, force: true });
   }
+}
+
+/** A client tool that waits until the daemon cancels the call (bounded by a fallback). */
+function hangingTool(onAbort: () => void = () => undefined, onEnter: () => void = () => undefined) {
+  return (_input: Record<string, unknown>, { signal }: ToolCallContext) =>
+    new Promise((resolveTool) => {
+      assert.equal(signal.aborted, false); // the client does not start a cancelled call
+      onEnter();
+      const fallback = setTimeout(() => resolveTool("never cancelled"), 20_000).unref();
+      signal.addEventListener("abort", () => {
+        clearTimeout(fallback);
+        onAbort();
+        resolveTool("aborted");
+      });
+    });
 }
 
 const ECHO: ToolDefinition = {
@@ -198,24 +221,18 @@ test("a run calls a client tool and builtin tools, streaming gap-free notificati
 test("run/cancel while a client tool is pending gives status cancelled",
   { timeout: TEST_TIMEOUT_MS }, async () => {
     await withDaemon({ automationProfile: "trusted" }, async ({ client, waitFor }) => {
+      let entered!: () => void;
+      const handlerRunning = new Promise<void>((resolveEnter) => (entered = resolveEnter));
       let aborted!: () => void;
       const abortSeen = new Promise<void>((resolveAbort) => (aborted = resolveAbort));
-      await client.registerTool({ ...ECHO, name: "client/hang" }, (_input, { signal }) =>
-        new Promise((resolveTool) => {
-          const fallback = setTimeout(() => resolveTool("never cancelled"), 20_000);
-          signal.addEventListener("abort", () => {
-            clearTimeout(fallback);
-            aborted(); // the daemon sent $/cancelRequest for tools/call
-            resolveTool("aborted");
-          });
-        }));
+      // aborted: the daemon sent $/cancelRequest for tools/call
+      await client.registerTool({ ...ECHO, name: "client/hang" }, hangingTool(aborted, entered));
       const pending = client.run("go", {
         runId: "ts-cancel",
         model: script({ toolCalls: [call("client/hang")] }, { content: "unreachable" }),
       });
       pending.catch(() => undefined); // awaited below; no unhandled rejection meanwhile
-      await within(waitFor((e) => e.method === Methods.RUN_TOOL_CALL_STARTED &&
-                                  e.params.runId === "ts-cancel"), "run/toolCallStarted");
+      await within(handlerRunning, "tools/call");
       await within(client.cancel("ts-cancel"), "run/cancel");
       const result = await within(pending, "the cancelled run/start");
       assert.equal(result.status, "cancelled");
@@ -252,7 +269,12 @@ test("errors: daemon error codes, a throwing tool, a lent model, a bad command",
       );
       await assert.rejects(
         client.run("", { model: script({ content: "x" }) }),
-        (error: unknown) => error instanceof ResponseError && error.code === -32602,
+        (error: unknown) => error instanceof ResponseError && error.code === ErrorCodes.InvalidParams,
+      );
+      await assert.rejects(
+        client.get("no-such-run"),
+        (error: unknown) =>
+          error instanceof index.ResponseError && error.code === ErrorCodes.RunNotFoundError,
       );
       const result = await within(client.run("go", { model: { provider: "client" } }), "run");
       assert.equal(result.status, "completed");
@@ -291,5 +313,158 @@ test("a daemon that dies mid-run rejects the pending run with DaemonExitedError"
     } finally {
       await client.close();
       rmSync(root, { recursive: true, force: true });
+    }
+  });
+
+test("an AbortSignal resolves run() with the cancelled RunResult, as run/cancel does",
+  { timeout: TEST_TIMEOUT_MS }, async () => {
+    await withDaemon({ automationProfile: "trusted" }, async ({ client, waitFor }) => {
+      await client.registerTool({ ...ECHO, name: "client/hang" }, hangingTool());
+      const controller = new AbortController();
+      const pending = client.run("go", {
+        runId: "ts-abort", signal: controller.signal,
+        model: script({ toolCalls: [call("client/hang")] }, { content: "unreachable" }),
+      });
+      pending.catch(() => undefined);
+      await within(waitFor((e) => e.method === Methods.RUN_TOOL_CALL_STARTED &&
+                                  e.params.runId === "ts-abort"), "run/toolCallStarted");
+      controller.abort();
+      const result = await within(pending, "the aborted run()");
+      assert.equal(result.status, "cancelled");
+      assert.match(result.toolCallHistory[0]?.error ?? "", /^cancelled/);
+      assert.deepEqual(await within(client.get("ts-abort"), "run/get"), result);
+    });
+  });
+
+test("a CancellationToken cancelled before run/started is held until the run exists",
+  { timeout: TEST_TIMEOUT_MS }, async () => {
+    await withDaemon({ automationProfile: "trusted" }, async ({ client }) => {
+      await client.registerTool({ ...ECHO, name: "client/hang" }, hangingTool());
+      const source = new CancellationTokenSource();
+      const pending = client.run("go", {
+        runId: "ts-early", token: source.token,
+        model: script({ toolCalls: [call("client/hang")] }, { content: "unreachable" }),
+      });
+      source.cancel(); // the daemon has not even read run/start yet
+      const result = await within(pending, "the cancelled run()");
+      assert.equal(result.status, "cancelled");
+      assert.equal(result.runId, "ts-early");
+    });
+  });
+
+test("an already aborted signal starts nothing and rejects with AbortError",
+  { timeout: TEST_TIMEOUT_MS }, async () => {
+    await withDaemon({ model: script({ content: "x" }) }, async ({ client }) => {
+      await assert.rejects(
+        client.run("go", { runId: "ts-never", signal: AbortSignal.abort() }),
+        (error: unknown) => error instanceof Error && error.name === "AbortError",
+      );
+      const source = new CancellationTokenSource();
+      source.cancel();
+      await assert.rejects(
+        client.run("go", { runId: "ts-never", token: source.token }),
+        (error: unknown) => error instanceof Error && error.name === "AbortError",
+      );
+      assert.deepEqual((await client.listRuns()).map((r) => r.runId), []);
+    });
+  });
+
+test("typed events and $/progress are subscriptions that dispose; onDidExit reports the exit",
+  { timeout: TEST_TIMEOUT_MS }, async () => {
+    const model = script(
+      { content: "one", toolCalls: [call("client/echo", { n: 1 }), call("client/echo", { n: 2 })] },
+      { content: "done" },
+    );
+    await withDaemon({ model, automationProfile: "trusted" }, async ({ client }) => {
+      await client.registerTool(ECHO, (input) => input);
+      const seen: string[] = [];
+      const toolCalls: ToolCallNotification[] = [];
+      const progress: ProgressEvent[] = [];
+      const subscriptions = [
+        client.onDidStartRun((e) => seen.push(`started ${e.runId}`)),
+        client.onDidStartToolCall((e) => seen.push(`tool ${e.toolName}`)),
+        client.onDidToolCall((e) => toolCalls.push(e)),
+        client.onDidFinishIteration((e) => seen.push(`iteration ${e.iteration}`)),
+        client.onDidReceiveMessageDelta(() => undefined),
+        client.onDidFinishRun((e) => seen.push(`finished ${e.result.status}`)),
+        client.onDidProgress((e) => progress.push(e)),
+      ];
+      const disposed: ToolCallNotification[] = [];
+      client.onDidToolCall((e) => disposed.push(e)).dispose();
+
+      const values: WorkDoneProgress[] = [];
+      const result = await within(
+        client.run("go", { runId: "ts-events", maxIterations: 4, onProgress: (v) => values.push(v) }),
+        "run",
+      );
+      assert.equal(result.status, "completed");
+      assert.deepEqual(seen, [
+        "started ts-events", "tool client/echo", "tool client/echo", "iteration 1",
+        "iteration 2", "finished completed",
+      ]);
+      assert.deepEqual(toolCalls.map((e) => e.record), result.toolCallHistory);
+      assert.deepEqual(disposed, []);
+      assert.deepEqual(values.map((v) => [v.kind, v.message]), [
+        ["begin", "go"], ["report", "iteration 1 done"], ["report", "iteration 2 done"],
+        ["end", "completed"],
+      ]);
+      assert.deepEqual(progress.map((e) => e.value), values);
+      assert.ok(progress.every((e) => e.token === "cleveragents-run-ts-events"));
+
+      for (const subscription of subscriptions) subscription.dispose();
+      await within(client.run("again", { runId: "ts-quiet" }), "run");
+      assert.equal(seen.length, 6);
+      assert.equal(toolCalls.length, 2);
+    });
+
+    const root = realpathSync(mkdtempSync(join(tmpdir(), "cleveragents-ts-")));
+    try {
+      const client = await CleverAgentsClient.spawn({
+        workspace: root, command: [PYTHON, "-m", "cleveragents", "serve"],
+        stateDir: join(root, "state"),
+      });
+      const exit = new Promise<DaemonExit>((resolveExit) => client.onDidExit(resolveExit));
+      client.dispose(); // as `context.subscriptions` would: shutdown + exit, not awaited
+      assert.deepEqual(await within(exit, "onDidExit"), { code: 0, signal: null });
+      assert.equal(await within(client.close(), "close"), 0);
+    } finally {
+      rmSync(root, { recursive: true, force: true });
+    }
+  });
+
+test("the public surface: exports, one vscode-jsonrpc, and every error code",
+  { timeout: TEST_TIMEOUT_MS }, () => {
+    assert.deepEqual(Object.keys(index).sort(), [
+      "CancellationToken", "CancellationTokenSource", "CleverAgentsClient", "DaemonExitedError",
+      "Disposable", "ErrorCodes", "Methods", "PROTOCOL_VERSION", "ResponseError", "ToolError",
+      "defaultCommand",
+    ]);
+    assert.equal(index.ResponseError, jsonrpc.ResponseError);
+    assert.equal(index.CancellationToken, jsonrpc.CancellationToken);
+    assert.equal(index.CancellationTokenSource, jsonrpc.CancellationTokenSource);
+    assert.deepEqual(ErrorCodes, {
+      ParseError: -32700, InvalidRequest: -32600, MethodNotFound: -32601, InvalidParams: -32602,
+      InternalError: -32603, RequestCancelled: -32800, ...DaemonErrorCodes,
+    });
+    assert.deepEqual(Object.values(DaemonErrorCodes).sort((a, b) => a - b),
+                     Array.from({ length: 20 }, (_, i) => -32029 + i));
+  });
+
+test("a daemon request cancelled before its handler starts never reaches the handler",
+  { timeout: TEST_TIMEOUT_MS }, async () => {
+    const client = await CleverAgentsClient.spawn({
+      workspace: tmpdir(), command: [process.execPath, join(__dirname, "fake-daemon.js")],
+    });
+    try {
+      let called = false;
+      await client.registerTool({ ...ECHO, name: "client/write" }, () => {
+        called = true;
+      });
+      const result = await within(client.run("go", { runId: "fake" }), "the fake run/start");
+      assert.deepEqual(JSON.parse(result.content),
+                       { id: "ca-1", error: { code: ErrorCodes.RequestCancelled, message: "request cancelled" } });
+      assert.equal(called, false);
+    } finally {
+      await client.close(2_000);
     }
   });
