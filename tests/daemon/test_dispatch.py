@@ -9,16 +9,18 @@ from __future__ import annotations
 
 import asyncio
 import json
+import uuid
 from pathlib import Path
 from typing import Any
 
+import attrs
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from inprocess_kit import Sink, in_process_daemon
 from inprocess_kit import body as _body
 
 from cleveragents.daemon._dispatch import MAX_DEPTH, Dispatcher
-from cleveragents.protocol import BY_NAME
+from cleveragents.protocol import BY_NAME, camel
 
 STANDARD_CODES = {-32700, -32600, -32601, -32602, -32603, -32800, -32002}
 DAEMON_CODES = set(range(-32029, -32009))
@@ -258,5 +260,113 @@ def test_fuzz_every_request_gets_one_answer_and_the_daemon_still_serves(
                 assert "Traceback" not in error["message"]
         if dispatcher.state == "ready":
             await _still_serves(dispatcher, sink, msg_id="after-fuzz")
+
+    asyncio.run(scenario())
+
+
+# -- the fuzz, mid-run: replies and cancels aimed at requests really pending ---------------
+
+REQUESTS = [m for m in BY_NAME.values() if m.kind == "request" and m.direction == "client->daemon"]
+
+
+def _shaped_params(method: Any, values: list[Any], keep: list[bool]) -> dict[str, Any]:
+    """Params with the method's own field names (camelCase), each present or not, holding
+    any JSON value: what a confused or hostile client sends."""
+    fields = [camel(f.name) for f in attrs.fields(method.params)]
+    return {name: values[i % len(values)] for i, name in enumerate(fields) if keep[i % len(keep)]}
+
+
+finite_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(max_size=8),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3)
+    ),
+    max_leaves=8,
+)  # fmt: skip
+"""Valid JSON values only: here every request must reach its method (non-JSON numbers are
+the first fuzz's business)."""
+
+actions = st.one_of(
+    st.tuples(st.just("reply"), st.integers(0, 5), finite_values, st.booleans()),
+    st.tuples(st.just("cancel"), st.sampled_from(["start", "ours", "other"]), st.integers(0, 5)),
+    st.tuples(st.just("request"), st.sampled_from(REQUESTS),
+              st.lists(finite_values, min_size=1, max_size=4),
+              st.lists(st.booleans(), min_size=1, max_size=4)),
+)  # fmt: skip
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+          HealthCheck.function_scoped_fixture])  # fmt: skip
+@given(steps=st.lists(actions, min_size=1, max_size=8))
+def test_fuzz_mid_run_replies_and_cancels_aimed_at_pending_requests(
+    tmp_path: Path, steps: list[Any]
+) -> None:
+    async def scenario() -> None:
+        fresh = tmp_path / uuid.uuid4().hex  # hypothesis reuses tmp_path across examples
+        fresh.mkdir()
+        dispatcher, sink = await _daemon(fresh)
+        asked_once = asyncio.Event()
+        write = sink.write
+
+        def watch(data: bytes) -> None:
+            write(data)
+            if sink.frames[-1].get("method") == "tools/call":
+                asked_once.set()
+
+        sink.write = watch  # type: ignore[method-assign]
+        tool = {"name": "client/t", "description": "d", "inputSchema": {"type": "object"},
+                "annotations": {"readOnly": True}}  # fmt: skip
+        dispatcher.receive(_body({"jsonrpc": "2.0", "id": "reg", "method": "tools/register",
+                                  "params": {"tools": [tool]}}))  # fmt: skip
+        calls = [{"name": "client/t", "arguments": {"n": n}} for n in range(3)]
+        script = [{"toolCalls": calls}, {"toolCalls": calls}, {"content": "done"}]
+        dispatcher.receive(_body({"jsonrpc": "2.0", "id": "start", "method": "run/start",
+                                  "params": {"prompt": "go", "runId": "fz", "model": {
+                                      "provider": "scripted", "script": script}}}))  # fmt: skip
+        await asyncio.wait_for(asked_once.wait(), 10)  # the run reached its tools/call
+        expected = ["reg", "start"]
+        for n, step in enumerate(steps):
+            asked = [f["id"] for f in sink.frames if f.get("method") == "tools/call"]
+            if step[0] == "reply" and asked:
+                _, pick, value, as_error = step
+                member = {"error": value} if as_error else {"result": value}
+                dispatcher.receive(_body({"jsonrpc": "2.0", "id": asked[pick % len(asked)],
+                                          **member}))  # fmt: skip
+            elif step[0] == "cancel":
+                _, target, pick = step
+                msg_id = {"start": "start", "ours": asked[pick % len(asked)] if asked else 0,
+                          "other": pick}[target]  # fmt: skip
+                dispatcher.receive(_body({"jsonrpc": "2.0", "method": "$/cancelRequest",
+                                          "params": {"id": msg_id}}))  # fmt: skip
+            elif step[0] == "request":
+                _, method, values, keep = step
+                msg_id = f"q{n}"
+                params = _shaped_params(method, values, keep)
+                if method.name == "run/start":
+                    params["model"] = {"provider": "scripted", "script": [{"content": "x"}]}
+                dispatcher.receive(_body({"jsonrpc": "2.0", "id": msg_id, "method": method.name,
+                                          "params": params}))  # fmt: skip
+                expected.append(msg_id)
+            await asyncio.sleep(0)
+        dispatcher.receive(_body({"jsonrpc": "2.0", "id": "stop", "method": "run/cancel",
+                                  "params": {"runId": "fz"}}))  # fmt: skip
+        await dispatcher.settle(timeout=10)
+        await dispatcher.close(timeout=2)
+        for msg_id in expected:
+            replies = sink.replies(msg_id)
+            assert len(replies) == 1, (msg_id, replies)
+            error = replies[0].get("error")
+            if error is not None:
+                assert error["code"] in STANDARD_CODES | DAEMON_CODES, error
+                assert "Traceback" not in error["message"]
+        start = sink.replies("start")[0]
+        assert "result" in start or start["error"]["code"] == -32800
+        finished = sink.notifications("run/finished")
+        if "result" in start:
+            assert len(finished) == 1
+            assert finished[0]["result"] == start["result"]
+        else:  # cancelled: before the run existed (nothing sent for it), or during it
+            assert len(finished) <= 1
 
     asyncio.run(scenario())
