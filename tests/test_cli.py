@@ -8,8 +8,6 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 
 def cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     import os
@@ -69,17 +67,26 @@ def test_runs_show_reads_a_transcript(tmp_path: Path) -> None:
         ).returncode
         == 0
     )
-    listing = cli("runs", "list", "--state-dir", str(state))
-    run_id = listing.stdout.split()[0]
-    shown = cli("runs", "show", run_id, "--state-dir", str(state))
-    assert json.loads(shown.stdout)["result"]["content"] == "done"
+    listing = cli("runs", "list", "--json", "--state-dir", str(state))
+    run_id = json.loads(listing.stdout)[0]["runId"]
+    shown = cli("runs", "show", run_id, "--json", "--state-dir", str(state))
+    assert json.loads(shown.stdout)["content"] == "done"  # the RunResult itself
     assert cli("runs", "show", "missing", "--state-dir", str(state)).returncode == 1
 
 
-@pytest.mark.parametrize("command", [["demo"]])
-def test_the_demo_runs_through_the_daemon_and_fixes_the_sample(command: list[str]) -> None:
-    out = cli(*command)
+def test_the_demo_fixes_the_sample_shows_the_diff_and_keeps_its_transcript(
+    tmp_path: Path,
+) -> None:
+    state = tmp_path / "state"
+    out = cli("demo", "--state-dir", str(state), env={"NO_COLOR": "1"})
     assert out.returncode == 0, out.stderr
-    assert "run/toolCall" in out.stdout
-    assert "client/show-message" in out.stdout
-    assert 'greet.py now: return f"Hello, {name}!"' in out.stdout
+    assert "(editor) message shown: src/greet.py: greeting fixed" in out.stdout
+    assert '\n-    return f"Helo, {name}!"\n+    return f"Hello, {name}!"\n' in out.stdout
+    assert "run/" not in out.stdout  # no protocol method names
+    assert out.stdout.count("ok      client/show-message") == 1
+    run_id = json.loads(cli("runs", "list", "--json", "--state-dir", str(state)).stdout)[0]["runId"]
+    shown = cli("runs", "show", run_id, "--state-dir", str(state))
+    assert shown.returncode == 0
+    assert "builtin/file-edit" in shown.stdout
+    assert out.stdout.rstrip().splitlines()[-1].endswith('"explain this project"')
+    assert "cleveragents run -m openai:gpt-4o-mini" in out.stdout

@@ -1,0 +1,208 @@
+"""The live view of ``cleveragents run`` on a terminal, drawn with rich.
+
+A region at the bottom of the screen is redrawn about ten times a second: a spinner
+with the iteration, the elapsed time and the tool-call count; the model's text as it
+streams; and the current iteration's tool calls, each row going from ``running`` to
+``ok`` or ``failed`` with its duration and a one-line result. When an iteration ends,
+its text and its table are printed above the region for good. At the end the region
+is cleared and a summary printed: status, iterations, tool calls, duration, tokens,
+run id and transcript path.
+
+An approval stops the region, asks, and starts it again. rich is imported here only,
+so the daemon and the plain views never load it. The console parses no markup and no
+emoji codes: model text is shown as text, after ``printable``.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console, Group, RenderableType
+from rich.live import Live
+from rich.spinner import Spinner
+from rich.table import Table
+from rich.text import Text
+
+from ..protocol import methods as m
+from ._terminal import printable
+from ._views import (
+    ANSWERS,
+    ASK,
+    Output,
+    View,
+    _request_text,
+    duration,
+    one_line,
+    read_line,
+    record_line,
+    summary_lines,
+)
+
+_STYLES = {"running": "cyan", "ok": "green", "failed": "red"}
+_LIMIT = "stopped at the iteration limit"
+_FINAL = {"completed": ("✓ completed", "bold green"), "failed": ("✗ failed", "bold red"),
+          "cancelled": ("■ cancelled", "bold yellow"),
+          _LIMIT: (f"■ {_LIMIT}", "bold yellow")}  # fmt: skip
+
+
+class LiveView(View):
+    def __init__(self, out: Output, err: Output | None = None) -> None:
+        super().__init__(out, err)
+        self.console = Console(
+            file=out.stream, highlight=False, markup=False, emoji=False, soft_wrap=False
+        )
+        self.started = time.monotonic()
+        self.iteration = 0
+        self.max_iterations = 0
+        self.calls = 0
+        self.text = ""
+        self.rows: dict[str, list[Any]] = {}  # callId -> [status, tool, started, took, result]
+        self.status_note = ""
+        self.live = Live(
+            get_renderable=self._render, console=self.console, refresh_per_second=10,
+            transient=True, redirect_stdout=False, redirect_stderr=False,
+        )  # fmt: skip
+
+    def start(self) -> None:
+        self.started = time.monotonic()
+        self.live.start()
+
+    def stop(self) -> None:
+        if self.live.is_started:
+            self.live.stop()
+
+    # -- drawing ---------------------------------------------------------------------
+
+    def _render(self) -> RenderableType:
+        head = f"iteration {self.iteration or 1}/{self.max_iterations or '?'}"
+        head += f" · {duration((time.monotonic() - self.started) * 1000)}"
+        head += f" · {self.calls} tool call{'s' if self.calls != 1 else ''}"
+        if self.status_note:
+            head += f" · {self.status_note}"
+        parts: list[RenderableType] = [Spinner("dots", Text(head, style="bold"))]
+        if self.text:
+            height = max(3, self.console.height - 6 - len(self.rows))
+            parts.append(Text(_tail(self.text, height, self.console.width)))
+        rows = list(self.rows.values())
+        if rows:
+            parts.append(self._table(rows, live=True))
+        return Group(*parts)
+
+    def _table(self, rows: list[list[Any]], live: bool) -> Table:
+        table = Table(box=None, show_header=False, padding=(0, 1), expand=False)
+        table.add_column(no_wrap=True)
+        table.add_column(no_wrap=True, style="bold")
+        table.add_column(no_wrap=True, justify="right")
+        width = max(20, self.console.width - 40)
+        table.add_column(no_wrap=True, overflow="ellipsis", max_width=width)
+        for status, tool, started, took, result in rows:
+            if status == "running" and live:
+                took = duration((time.monotonic() - started) * 1000)
+            table.add_row(Text(status, style=_STYLES[status]), tool, took, result)
+        return table
+
+    # -- what the run sends ----------------------------------------------------------
+
+    def event(self, method: str, params: dict[str, Any]) -> None:
+        if method == m.RUN_STARTED:
+            self.max_iterations = int(params.get("maxIterations") or 0)
+        elif method == m.RUN_MESSAGE_DELTA:
+            self.iteration = int(params.get("iteration") or self.iteration)
+            self.text += printable(str(params.get("text", "")))
+        elif method == m.RUN_TOOL_CALL_STARTED:
+            self.iteration = int(params.get("iteration") or self.iteration)
+            self.rows[str(params.get("callId"))] = [
+                "running", printable(str(params.get("toolName"))), time.monotonic(), "",
+                one_line(params.get("inputs"), 60),
+            ]  # fmt: skip
+        elif method == m.RUN_TOOL_CALL:
+            record = params.get("record") or {}
+            self.calls += 1
+            status, tool, took, result = record_line(record)
+            self.rows[str(record.get("callId"))] = [status, tool, 0.0, took, result]
+        elif method == m.RUN_ITERATION:
+            self.iteration = int(params.get("iteration") or self.iteration)
+            text = self.text or printable(str(params.get("content") or ""))
+            rows = list(self.rows.values())
+            self.text, self.rows = "", {}
+            if text.strip():
+                self.console.print(Text(text.rstrip("\n")))
+            if rows:
+                self.console.print(self._table(rows, live=False))
+        if self.live.is_started:
+            self.live.refresh()
+
+    # -- what the command adds -------------------------------------------------------
+
+    def note(self, text: str) -> None:
+        self.status_note = printable(text)
+        self.console.print(Text(printable(text), style="yellow"))
+
+    def aside(self, text: str) -> None:
+        self.console.print(Text(printable(text), style="cyan"))
+
+    def daemon_line(self, line: str) -> None:
+        if sys.stderr.isatty():  # the same terminal: print above the region, not through it
+            self.console.print(Text(printable(line.rstrip("\n")), style="dim"))
+        else:
+            super().daemon_line(line)
+
+    def diff(self, lines: list[str]) -> None:
+        for line in lines:
+            line = printable(line.rstrip("\n"))
+            style = ("green" if line.startswith("+") else "red" if line.startswith("-")
+                     else "cyan" if line.startswith("@@") else "")  # fmt: skip
+            self.console.print(Text(line, style=style))
+
+    def finish(self, result: dict[str, Any], transcript: Path | None) -> None:
+        self.stop()
+        status, details, where = summary_lines(result, transcript)
+        label, style = _FINAL.get(status, (status, "bold"))
+        first, _, rest = details.partition("\n")
+        self.console.print()
+        self.console.print(Text.assemble((label, style), " · ", first))
+        if rest:
+            self.console.print(Text(rest, style="yellow" if status != "failed" else "red"))
+        self.console.print(Text(where, style="dim"))
+
+    # -- approvals -------------------------------------------------------------------
+
+    def show_request(self, request: dict[str, Any]) -> None:
+        self.console.print(Text("? " + printable(_request_text(request)), style="bold yellow"))
+
+    async def ask(self, request: dict[str, Any]) -> str:
+        self.stop()
+        try:
+            self.show_request(request)
+            while True:
+                self.console.print(Text(ASK, style="bold"), end="")
+                outcome = await self._read_answer()
+                if outcome is not None:
+                    return outcome
+        finally:
+            if not self.out.closed:
+                self.live.start()
+
+    async def _read_answer(self) -> str | None:
+        self._answer = read_line()
+        try:
+            answer = await self._answer
+        finally:
+            self._answer = None
+        if answer == "\x00eof":
+            return "reject_once"
+        return ANSWERS.get(answer.strip().lower())
+
+
+def _tail(text: str, lines: int, width: int) -> str:
+    """The last ``lines`` screen lines of ``text`` (long lines wrap at ``width``)."""
+    out: list[str] = []
+    for line in reversed(text[-20_000:].split("\n")):
+        chunks = [line[i : i + width] for i in range(0, len(line), width)] or [""]
+        out[:0] = chunks
+        if len(out) >= lines:
+            break
+    return "\n".join(out[-lines:])

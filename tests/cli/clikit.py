@@ -1,0 +1,52 @@
+"""Running the real ``cleveragents`` command in tests: scripted models and transcripts."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from cleveragents.daemon import TranscriptStore
+
+COMMAND = [sys.executable, "-m", "cleveragents"]
+
+
+def clean_env(tmp_path: Path, **extra: str) -> dict[str, str]:
+    """The environment with no model, profile or state dir set, and a private config dir."""
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith("CLEVERAGENTS_") and k != "NO_COLOR"}  # fmt: skip
+    env["XDG_CONFIG_HOME"] = str(tmp_path / "config")
+    env.update(extra)
+    return env
+
+
+def cli(
+    tmp_path: Path, *args: str, input: str | None = None, cwd: Path | None = None,
+    **env: str,
+) -> subprocess.CompletedProcess[str]:  # fmt: skip
+    return subprocess.run(
+        [*COMMAND, *args], capture_output=True, text=True, timeout=60, input=input,
+        env=clean_env(tmp_path, **env), cwd=cwd or tmp_path,
+    )  # fmt: skip
+
+
+def script(tmp_path: Path, *turns: dict[str, Any], name: str = "turns.json") -> str:
+    path = tmp_path / name
+    path.write_text(json.dumps(list(turns)))
+    return f"scripted:{path}"
+
+
+def shell(command: str) -> dict[str, Any]:
+    return {"name": "builtin/shell", "arguments": {"command": command}}
+
+
+def runs(state: Path) -> list[dict[str, Any]]:
+    """The RunSummary of each run in ``state``, newest first."""
+    return TranscriptStore(state).summaries()
+
+
+def meta(state: Path, run_id: str) -> dict[str, Any]:
+    return next(iter(TranscriptStore(state).events(run_id)))["params"]
