@@ -1,0 +1,91 @@
+"""``config.toml`` and its precedence, ``cleveragents config``, ``runs list`` and
+``runs show``, and ``run --continue`` across daemons (each command spawns its own)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from clikit import cli, meta, runs, script
+
+
+def write_config(tmp_path: Path, text: str) -> None:
+    folder = tmp_path / "config" / "cleveragents"
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "config.toml").write_text(text)
+
+
+def test_flags_override_the_environment_which_overrides_the_config_file(tmp_path: Path) -> None:
+    path = tmp_path / "config" / "cleveragents" / "config.toml"
+    write_config(tmp_path, 'model = "scripted:file.json"\nprofile = "review"\n'
+                 f'state_dir = "{tmp_path / "from-file"}"\n')  # fmt: skip
+    shown = json.loads(cli(tmp_path, "config", "--json", CLEVERAGENTS_PROFILE="trusted").stdout)
+    assert shown["configFile"] == str(path)
+    assert shown["settings"] == {
+        "model": {"value": "scripted:file.json", "source": str(path)},
+        "profile": {"value": "trusted", "source": "$CLEVERAGENTS_PROFILE"},
+        "state_dir": {"value": str(tmp_path / "from-file"), "source": str(path)},
+    }
+    human = cli(tmp_path, "config").stdout
+    assert f"profile      review  ({path})" in human
+    # A run takes the file's model and state dir; --state-dir wins over both.
+    model = script(tmp_path, {"content": "configured"}, name="file.json")
+    write_config(tmp_path, f'model = "{model}"\nstate_dir = "{tmp_path / "from-file"}"\n')
+    assert cli(tmp_path, "run", "go").returncode == 0
+    assert cli(tmp_path, "run", "go", "--state-dir", str(tmp_path / "flag")).returncode == 0
+    assert len(runs(tmp_path / "from-file")) == len(runs(tmp_path / "flag")) == 1
+
+
+def test_a_bad_config_file_is_a_usage_error_naming_it(tmp_path: Path) -> None:
+    write_config(tmp_path, 'modle = "openai:gpt-4o-mini"\n')
+    out = cli(tmp_path, "run", "go")
+    assert out.returncode == 2
+    assert "config.toml: unknown key 'modle'" in out.stderr
+
+
+def test_runs_list_is_a_table_with_a_header_and_show_is_a_human_view(tmp_path: Path) -> None:
+    state = str(tmp_path / "state")
+    model = script(tmp_path, {"content": "Listed.",
+                              "toolCalls": [{"name": "builtin/file-list", "arguments": {}}]},
+                   {"content": "All done."})  # fmt: skip
+    for prompt in ("first prompt", "second prompt"):
+        assert cli(tmp_path, "run", "-m", model, "--state-dir", state, prompt).returncode == 0
+    listing = cli(tmp_path, "runs", "list", "--state-dir", state).stdout.splitlines()
+    assert listing[0].split() == ["RUN", "STARTED", "STATUS", "ITER", "CALLS", "PROMPT"]
+    assert listing[1].split()[3:] == ["completed", "2", "1", "second", "prompt"]
+    assert len(listing) == 3
+    limited = json.loads(cli(tmp_path, "runs", "list", "--limit", "1", "--json",
+                             "--state-dir", state).stdout)  # fmt: skip
+    assert [r["prompt"] for r in limited] == ["second prompt"]
+    shown = cli(tmp_path, "runs", "show", limited[0]["runId"], "--state-dir", state).stdout
+    assert "status      completed" in shown
+    assert "content:\n  All done." in shown
+    assert "prompt:\n  second prompt" in shown
+    assert "1  1     ok      builtin/file-list" in shown
+
+
+def test_continue_picks_the_latest_run_of_this_workspace_or_the_one_named(
+    tmp_path: Path,
+) -> None:
+    state = str(tmp_path / "state")
+    (tmp_path / "other").mkdir()
+    model = script(tmp_path, {"content": "ok"})
+    assert cli(tmp_path, "run", "-m", model, "--state-dir", state, "one").returncode == 0
+    [first] = runs(tmp_path / "state")
+    other = cli(tmp_path, "run", "-m", model, "--state-dir", state, "elsewhere",
+                cwd=tmp_path / "other")  # fmt: skip
+    assert other.returncode == 0
+    # A new daemon: the conversation comes back from the transcript (tests/daemon covers
+    # its content); the latest run *in this workspace* is the first one.
+    latest = cli(tmp_path, "run", "-m", model, "--state-dir", state, "--continue", "two")
+    assert latest.returncode == 0, latest.stderr
+    second = runs(tmp_path / "state")[0]
+    assert meta(tmp_path / "state", second["runId"])["continueFrom"] == first["runId"]
+    named = cli(tmp_path, "run", "-m", model, "--state-dir", state, "--continue",
+                second["runId"], "three")  # fmt: skip
+    assert named.returncode == 0, named.stderr
+    third = runs(tmp_path / "state")[0]
+    assert meta(tmp_path / "state", third["runId"])["continueFrom"] == second["runId"]
+    unknown = cli(tmp_path, "run", "-m", model, "--state-dir", state, "--continue", "nope", "x")
+    assert unknown.returncode == 2
+    assert "unknown run 'nope'" in unknown.stderr
