@@ -43,7 +43,8 @@ SCRIPT: list[dict[str, Any]] = [
 
 
 NEXT = (
-    "Next: run your own prompt against a real model, e.g.\n"
+    "Next: run your own prompt against a real model (the openai extra: "
+    "pip install 'cleveragents[openai]'; docs/cli.md says more), e.g.\n"
     '  OPENAI_API_KEY=... cleveragents run -m openai:gpt-4o-mini "explain this project"\n'
     '  cleveragents run -m \'{"provider": "openai", "model": "llama3.1", '
     '"baseUrl": "http://localhost:11434/v1"}\' "explain this project"'
