@@ -17,7 +17,8 @@ ALLOWED: dict[str, set[str]] = {
     "workspace": {"tool"},
     "llm": {"tool"},
     "protocol": {"tool"},
-    "daemon": {"tool", "workspace", "llm", "protocol"},
+    "mcp": {"tool"},
+    "daemon": {"tool", "workspace", "llm", "protocol", "mcp"},
     "client": {"tool", "protocol"},
 }
 FORBIDDEN_IN_CORE = ("pygls", "lsprotocol", "openai", "anthropic", "httpx", "cattrs")

@@ -1,0 +1,42 @@
+"""MCP servers as tool sources: the client core.
+
+Owns connecting to MCP servers (stdio and streamable HTTP, protocol versions 2025-11-25
+and 2026-07-28), their status, their stderr logs, their tools as ``ToolSpec``s named
+``mcp:SERVER/TOOL``, calls with timeouts and cancellation, restarts and list changes.
+
+It stands on :mod:`cleveragents.tool` only. It knows nothing of the daemon, the wire
+types or where entries come from: the daemon builds a :class:`McpServerConfig` per
+entry, an :class:`McpServer` per server, and registers ``tool_specs()``.
+
+The ``mcp`` SDK is an optional extra (``cleveragents[mcp]``), imported only when a
+server starts; :func:`mcp_available` says whether it is installed, and a server started
+without it fails with :data:`SDK_MISSING` as its error.
+"""
+
+from ._config import (
+    SERVER_NAME_PATTERN,
+    McpConfigError,
+    McpServerConfig,
+    ProtocolVersion,
+    Transport,
+    Trust,
+)
+from ._errors import McpToolError
+from ._sdk import SDK_MISSING, mcp_available
+from ._server import RESTARTS_PER_MINUTE, McpServer, Scope, Status
+
+__all__ = [
+    "RESTARTS_PER_MINUTE",
+    "SDK_MISSING",
+    "SERVER_NAME_PATTERN",
+    "McpConfigError",
+    "McpServer",
+    "McpServerConfig",
+    "McpToolError",
+    "ProtocolVersion",
+    "Scope",
+    "Status",
+    "Transport",
+    "Trust",
+    "mcp_available",
+]

@@ -1,0 +1,166 @@
+"""``McpServerConfig``: one MCP server entry, checked once when it is built.
+
+It owns the rules an entry must keep (a name that can sit inside ``mcp:NAME/TOOL``,
+exactly one transport, positive timeouts, an http(s) URL, no NUL characters anywhere a
+process would see them). It knows nothing of the wire format the daemon reads entries
+from, nor of how a server is started. Header and environment values never appear in its
+``repr``: they may hold tokens.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable, Mapping
+from types import MappingProxyType
+from typing import Literal, get_args
+from urllib.parse import urlsplit
+
+import attrs
+
+ProtocolVersion = Literal["2025-11-25", "2026-07-28"]
+Trust = Literal["read", "write", "execute"]
+Transport = Literal["stdio", "http"]
+
+SERVER_NAME_PATTERN = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+_PROTOCOLS: tuple[str, ...] = get_args(ProtocolVersion)
+_TRUSTS: tuple[str, ...] = get_args(Trust)
+
+
+class McpConfigError(ValueError):
+    """An invalid server entry; ``field`` names the offending field (``name``, ``url``...)."""
+
+    def __init__(self, field: str, problem: str) -> None:
+        super().__init__(f"{field}: {problem}")
+        self.field = field
+        self.problem = problem
+
+
+def _frozen_map(value: Mapping[str, str] | None) -> Mapping[str, str]:
+    return MappingProxyType(dict(value or {}))
+
+
+def _tuple(value: Iterable[str]) -> tuple[str, ...]:
+    if isinstance(value, str):  # a bare string would become a tuple of characters
+        return (value,)
+    return tuple(value)
+
+
+def _optional_tuple(value: Iterable[str] | None) -> tuple[str, ...] | None:
+    return None if value is None else _tuple(value)
+
+
+def _redacted(value: Mapping[str, str]) -> str:
+    return "{" + ", ".join(f"{key!r}: '***'" for key in value) + "}"
+
+
+def _url_repr(value: str | None) -> str:
+    """The URL without any ``user:password@`` part."""
+    if not isinstance(value, str):
+        return repr(value)
+    parts = urlsplit(value)
+    if "@" not in parts.netloc:
+        return repr(value)
+    return repr(parts._replace(netloc="***@" + parts.netloc.rpartition("@")[2]).geturl())
+
+
+@attrs.frozen
+class McpServerConfig:
+    """One MCP server: stdio (``command``) or streamable HTTP (``url``).
+
+    ``env`` is added on top of the caller's base environment (never the daemon's own);
+    ``cwd`` defaults to the server's ``default_cwd`` (the sandbox root), and a relative
+    ``cwd`` is taken from there. ``include``/``exclude`` hold tool names or
+    ``fnmatch``-style globs matched against the server's own tool names. ``protocol``
+    forces one protocol version (``None``: detect); ``trust`` overrides the kind every
+    tool of this server gets (``None``: ``readOnlyHint`` decides).
+    """
+
+    name: str
+    command: str | None = None
+    args: tuple[str, ...] = attrs.field(default=(), converter=_tuple)
+    env: Mapping[str, str] = attrs.field(
+        factory=dict, converter=_frozen_map, repr=_redacted, hash=False
+    )
+    cwd: str | None = None
+    url: str | None = attrs.field(default=None, repr=_url_repr)
+    headers: Mapping[str, str] = attrs.field(
+        factory=dict, converter=_frozen_map, repr=_redacted, hash=False
+    )
+    timeout_s: float = 120.0
+    startup_timeout_s: float = 10.0
+    include: tuple[str, ...] | None = attrs.field(default=None, converter=_optional_tuple)
+    exclude: tuple[str, ...] | None = attrs.field(default=None, converter=_optional_tuple)
+    protocol: ProtocolVersion | None = None
+    trust: Trust | None = None
+
+    def __attrs_post_init__(self) -> None:
+        if not isinstance(self.name, str) or not SERVER_NAME_PATTERN.fullmatch(self.name):
+            raise McpConfigError(
+                "name", f"{self.name!r} does not match {SERVER_NAME_PATTERN.pattern}"
+            )
+        if (self.command is None) == (self.url is None):
+            raise McpConfigError(
+                "command", "give exactly one of command (stdio) and url (streamable HTTP)"
+            )
+        if self.command is not None:
+            self._check_stdio()
+        else:
+            self._check_http()
+        for field in ("timeout_s", "startup_timeout_s"):
+            value = getattr(self, field)
+            if (
+                isinstance(value, bool)
+                or not isinstance(value, int | float)
+                or not math.isfinite(value)
+                or value <= 0
+            ):
+                raise McpConfigError(field, f"must be a positive number of seconds, not {value!r}")
+        for field in ("include", "exclude"):
+            patterns = getattr(self, field)
+            if patterns is not None and not all(isinstance(p, str) and p for p in patterns):
+                raise McpConfigError(field, "must hold non-empty strings")
+        if self.protocol is not None and self.protocol not in _PROTOCOLS:
+            raise McpConfigError(
+                "protocol", f"must be one of {', '.join(_PROTOCOLS)}, not {self.protocol!r}"
+            )
+        if self.trust is not None and self.trust not in _TRUSTS:
+            raise McpConfigError(
+                "trust", f"must be one of {', '.join(_TRUSTS)}, not {self.trust!r}"
+            )
+
+    def _check_stdio(self) -> None:
+        if not isinstance(self.command, str) or not self.command or "\0" in self.command:
+            raise McpConfigError("command", "must be a non-empty string without NUL")
+        if not all(isinstance(arg, str) and "\0" not in arg for arg in self.args):
+            raise McpConfigError("args", "must be strings without NUL")
+        for key, value in self.env.items():
+            if not isinstance(key, str) or not key or "=" in key or "\0" in key:
+                raise McpConfigError("env", f"{key!r} is not a variable name")
+            if not isinstance(value, str) or "\0" in value:
+                raise McpConfigError("env", f"the value of {key} must be a string without NUL")
+        if self.cwd is not None and (
+            not isinstance(self.cwd, str) or not self.cwd or "\0" in self.cwd
+        ):
+            raise McpConfigError("cwd", "must be a non-empty path without NUL")
+        if self.headers:
+            raise McpConfigError("headers", "only a url server sends headers")
+
+    def _check_http(self) -> None:
+        url = self.url
+        parts = urlsplit(url) if isinstance(url, str) else None
+        if parts is None or parts.scheme not in ("http", "https") or not parts.hostname:
+            raise McpConfigError("url", "must be an http:// or https:// URL with a host")
+        for key, value in self.headers.items():
+            if not isinstance(key, str) or not isinstance(value, str):
+                raise McpConfigError("headers", "names and values must be strings")
+            if not key or any(c in key for c in ":\r\n\0") or any(c in value for c in "\r\n\0"):
+                raise McpConfigError("headers", f"{key!r} is not a valid header")
+        for field in ("args", "env", "cwd"):
+            if getattr(self, field):
+                raise McpConfigError(field, "only a command (stdio) server takes it")
+
+    @property
+    def transport(self) -> Transport:
+        """``stdio`` for a command, ``http`` for a URL."""
+        return "stdio" if self.command is not None else "http"

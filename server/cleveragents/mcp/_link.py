@@ -1,0 +1,74 @@
+"""The seam between :class:`~cleveragents.mcp.McpServer` (asyncio, no SDK) and the
+SDK-backed connection (``_connection``): what a connection is given, what it reports
+back, and what a call returns.
+
+Everything here is plain Python so that ``McpServer`` can be imported, configured and
+reported on without the ``mcp`` SDK.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any, Literal, Protocol
+
+import attrs
+
+from ._config import McpServerConfig
+from ._logfile import ServerLog
+
+Era = Literal["handshake", "modern"]
+"""``handshake``: ``initialize`` first (2025-11-25 and before); ``modern``: 2026-07-28."""
+
+WireTool = dict[str, Any]
+"""One entry of ``tools/list``, as on the wire (camelCase keys, no nulls)."""
+
+
+@attrs.frozen
+class RawResult:
+    """A ``tools/call`` result as on the wire: ``structuredContent`` (``None`` when
+    absent), the content blocks, and ``isError``."""
+
+    structured: Any
+    content: list[dict[str, Any]]
+    is_error: bool
+
+
+@attrs.frozen
+class ConnectParams:
+    """What one connection attempt needs. ``env`` and ``cwd`` are already resolved;
+    ``era`` is the remembered (or forced) protocol era, ``None`` to detect; ``forced``
+    forbids falling back to the other era."""
+
+    config: McpServerConfig
+    env: Mapping[str, str]
+    cwd: str | None
+    log: ServerLog | None
+    """The stderr log of a stdio server; ``None`` for HTTP."""
+    era: Era | None
+    forced: bool
+    deadline: float
+    """``time.monotonic()`` by which the server must be ready."""
+
+
+class Link(Protocol):
+    """A live connection, as the server's calls see it."""
+
+    async def call(self, tool: str, arguments: dict[str, Any]) -> RawResult:
+        """Run ``tools/call``. Raises ``ConnectionLost`` if the connection ends under
+        it, ``McpToolError`` if the server refuses it."""
+        ...
+
+
+class ConnectionEvents(Protocol):
+    """What a connection reports to its server (all called on the event loop)."""
+
+    def connected(self, link: Link, protocol_version: str, era: Era, tools: list[WireTool]) -> None:
+        """The handshake is done and the first listing is in: the server is ready."""
+
+    def tools_listed(self, tools: list[WireTool]) -> None:
+        """A new listing after ``notifications/tools/list_changed``."""
+
+
+RunConnection = Callable[[ConnectParams, ConnectionEvents], Awaitable[str]]
+"""Connects, reports ``connected``, serves until the connection ends and returns why it
+ended. Raises ``McpStartError`` when the server cannot be brought to ready."""

@@ -1,0 +1,336 @@
+"""``McpServer``: one configured MCP server's life: status, tools, calls and restarts.
+
+It owns what the daemon reports and relies on:
+- ``start()`` connects in a background task and returns at once; ``wait_ready()`` waits
+  for the outcome, bounded; ``stop()`` ends it. None of them raises: a server that
+  cannot start is ``failed`` with ``error`` and ``stderr_tail()`` saying why.
+- its tools as ``ToolSpec``s named ``mcp:SERVER/TOOL``, rebuilt when the server says
+  its list changed (then ``on_tools_changed(self)`` is called);
+- calls, each bounded by the entry's ``timeout_s``; a call on a dead server restarts it,
+  at most ``RESTARTS_PER_MINUTE`` times in any minute.
+
+Everything runs on the caller's asyncio loop and nothing here imports the ``mcp`` SDK:
+the connection itself (``_connection``) is loaded on the first start, off the loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import contextlib
+import logging
+import os
+import time
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any, Literal
+
+from cleveragents.tool import SchemaDefinitionError, ToolSpec
+from cleveragents.tool._spec import Validator, compile_schema
+
+from . import _sdk
+from ._config import McpServerConfig
+from ._errors import ConnectionLost, McpStartError, McpToolError
+from ._link import ConnectionEvents, ConnectParams, Era, Link, RawResult, WireTool
+from ._logfile import ServerLog
+from ._tools import build_specs, error_text, full_name, output_of
+
+logger = logging.getLogger("cleveragents.mcp")
+
+Status = Literal["starting", "ready", "failed", "stopped"]
+Scope = Literal["daemon", "run"]
+
+RESTARTS_PER_MINUTE = 3
+STOP_TIMEOUT_S = 10.0
+"""A stdio stop is bounded well below this (stdin close, SIGTERM, SIGKILL, 1 s each)."""
+SETTLE_AFTER_LOSS_S = 5.0
+"""How long a call that lost its connection waits for the server's error to be known."""
+
+_ERAS: dict[str, Era] = {"2025-11-25": "handshake", "2026-07-28": "modern"}
+
+
+class McpServer:
+    """One MCP server, on the daemon's asyncio loop. See the module docstring.
+
+    ``status`` is ``stopped`` until ``start()``. ``base_env`` is the whole environment a
+    stdio server gets (plus its entry's ``env``); the daemon's own ``os.environ`` is never
+    read. stderr goes to ``log_dir/NAME.log``. ``skipped`` lists the tools left out of
+    the last listing, as ``"TOOL: reason"``.
+    """
+
+    def __init__(
+        self,
+        config: McpServerConfig,
+        *,
+        scope: Scope,
+        log_dir: Path,
+        base_env: Mapping[str, str],
+        default_cwd: str | None = None,
+        on_tools_changed: Callable[[McpServer], None] | None = None,
+    ) -> None:
+        self.config = config
+        self.scope: Scope = scope
+        self.status: Status = "stopped"
+        self.protocol_version: str | None = None
+        self.error: str | None = None
+        self.skipped: list[str] = []
+        self._on_tools_changed = on_tools_changed
+        self._env = {**base_env, **config.env}
+        self._cwd = _resolve_cwd(config.cwd, default_cwd)
+        self._log = ServerLog(Path(log_dir) / f"{config.name}.log") if config.command else None
+        self._era: Era | None = _ERAS.get(config.protocol) if config.protocol else None
+        self._task: asyncio.Task[None] | None = None
+        self._settled = asyncio.Event()
+        self._link: Link | None = None
+        self._tools: list[WireTool] | None = None
+        self._specs: list[ToolSpec] = []
+        self._validators: dict[str, Validator | None] = {}
+        self._restarts: collections.deque[float] = collections.deque()
+        self._restart_lock = asyncio.Lock()
+        self._events = _Events(self)
+
+    def __repr__(self) -> str:
+        return f"<McpServer {self.config.name} {self.scope} {self.status}>"
+
+    # -- lifecycle -----------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Connect in the background (status ``starting``); a no-op while a connection
+        is starting or live."""
+        if self._task is not None and not self._task.done():
+            return
+        self.status = "starting"
+        self.error = None
+        self._settled = asyncio.Event()
+        deadline = time.monotonic() + self.config.startup_timeout_s
+        self._task = asyncio.get_running_loop().create_task(
+            self._run(deadline), name=f"MCP server {self.config.name}"
+        )
+
+    async def wait_ready(self, timeout: float | None = None) -> None:
+        """Wait until the status is not ``starting``, at most ``timeout`` seconds
+        (default: the entry's ``startup_timeout_s``). Never raises."""
+        if self.status != "starting":
+            return
+        wait = self.config.startup_timeout_s if timeout is None else timeout
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._settled.wait(), max(wait, 0.0))
+
+    async def stop(self) -> None:
+        """Stop the server (a stdio server's whole process group); idempotent."""
+        task = self._task
+        self.status = "stopped"
+        if task is not None and not task.done():
+            task.cancel()
+            _done, pending = await asyncio.wait({task}, timeout=STOP_TIMEOUT_S)
+            if pending:
+                logger.warning("MCP server %s did not finish stopping", self.config.name)
+        self.status = "stopped"
+        self._link = None
+        self._tools = None
+        self._specs = []
+        self._validators = {}
+        self._settled.set()
+
+    async def _run(self, deadline: float) -> None:
+        try:
+            if not _sdk.mcp_available():
+                raise McpStartError(_sdk.SDK_MISSING)
+            try:
+                run_connection = await _sdk.load_connection()
+            except ImportError as exc:
+                raise McpStartError(f"{_sdk.SDK_MISSING} ({exc})") from None
+            params = ConnectParams(
+                self.config, self._env, self._cwd, self._log,
+                self._era, self.config.protocol is not None, deadline,
+            )  # fmt: skip
+            why = await run_connection(params, self._events)
+            self._failed(why)
+        except McpStartError as exc:
+            self._failed(str(exc))
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # a failed server never takes anything down
+            logger.exception("MCP server %s failed unexpectedly", self.config.name)
+            self._failed(f"unexpected error: {_leaf_text(exc)}")
+        finally:
+            self._link = None
+            self._settled.set()
+
+    def _failed(self, why: str) -> None:
+        if self.status == "stopped":
+            return
+        self.status = "failed"
+        self.error = why
+        logger.warning("MCP server %s failed: %s", self.config.name, why)
+
+    # -- status --------------------------------------------------------------------------
+
+    def stderr_tail(self) -> str | None:
+        """The last 20 lines or 4 KiB (the smaller) of the current process's stderr;
+        ``None`` when it wrote none, and for an HTTP server."""
+        return self._log.tail() if self._log is not None else None
+
+    def tool_specs(self) -> list[ToolSpec]:
+        """The server's tools (after include/exclude) as specs named ``mcp:SERVER/TOOL``.
+
+        Empty until the first ``ready``; kept while the server is down (a call restarts
+        it), emptied by ``stop()``."""
+        return list(self._specs)
+
+    # -- calls ---------------------------------------------------------------------------
+
+    async def call_tool(self, tool: str, arguments: dict[str, Any]) -> Any:
+        """Call ``tool`` (the server's own name for it) and return the record output.
+
+        Raises ``McpToolError``: ``isError`` (the server's text), a refusal, a timeout
+        after the entry's ``timeout_s``, or a server that is down (with its error and
+        stderr tail). Cancelling the awaiting task cancels the request on the server."""
+        name = full_name(self.config.name, tool)
+        link = await self._live_link()
+        timeout = self.config.timeout_s
+        bound = asyncio.timeout(timeout)
+        try:
+            async with bound:
+                raw = await link.call(tool, arguments)
+        except TimeoutError:
+            if bound.expired():
+                raise McpToolError(f"{name} timed out after {timeout:g} s") from None
+            raise McpToolError(f"{name} failed: the connection timed out") from None
+        except ConnectionLost as lost:
+            await self._settle_after_loss()
+            why = self.error if self.status == "failed" and self.error else str(lost)
+            raise McpToolError(self._down(why)) from None
+        if raw.is_error:
+            raise McpToolError(error_text(raw))
+        self._check_output(name, tool, raw)
+        return output_of(raw)
+
+    async def _live_link(self) -> Link:
+        if self.status == "starting":
+            await self.wait_ready()
+        if self.status == "failed":
+            async with self._restart_lock:
+                if self.status == "failed":
+                    self._restart()
+            await self.wait_ready()
+        link = self._link
+        if self.status == "ready" and link is not None:
+            return link
+        if self.status == "stopped":
+            raise McpToolError(f"MCP server {self.config.name} is stopped")
+        if self.status == "starting":
+            raise McpToolError(
+                f"MCP server {self.config.name} is still starting after "
+                f"{self.config.startup_timeout_s:g} s"
+            )
+        raise McpToolError(self._down(self.error or "it is not running"))
+
+    def _restart(self) -> None:
+        now = time.monotonic()
+        while self._restarts and now - self._restarts[0] >= 60.0:
+            self._restarts.popleft()
+        if len(self._restarts) >= RESTARTS_PER_MINUTE:
+            raise McpToolError(
+                self._down(
+                    f"{self.error}; not restarted: its restart budget is spent "
+                    f"({RESTARTS_PER_MINUTE} restarts in the last minute)"
+                )
+            )
+        self._restarts.append(now)
+        logger.info("restarting MCP server %s (was: %s)", self.config.name, self.error)
+        self.start()
+
+    async def _settle_after_loss(self) -> None:
+        task = self._task
+        if task is not None and not task.done():
+            await asyncio.wait({task}, timeout=SETTLE_AFTER_LOSS_S)
+
+    def _down(self, why: str) -> str:
+        text = f"MCP server {self.config.name} is down: {why}"
+        tail = self.stderr_tail()
+        return f"{text}\nlast lines of its stderr:\n{tail}" if tail else text
+
+    def _check_output(self, name: str, tool: str, raw: RawResult) -> None:
+        """Log (only) a ``structuredContent`` that misses the tool's ``outputSchema``."""
+        validate = self._validators.get(tool)
+        if validate is None:
+            return
+        if raw.structured is None:
+            logger.info("%s declares an outputSchema but answered without structuredContent", name)
+            return
+        try:
+            validate(raw.structured)
+        except ValueError as exc:  # fastjsonschema's JsonSchemaValueException
+            logger.warning(
+                "%s: structuredContent does not match its outputSchema (%s); used as is",
+                name,
+                getattr(exc, "message", exc),
+            )
+
+    # -- tools ---------------------------------------------------------------------------
+
+    def _listed(self, tools: list[WireTool], *, notify: bool) -> None:
+        specs, skipped = build_specs(self.config, tools, self.call_tool)
+        for line in skipped:
+            logger.warning("MCP server %s: skipped tool %s", self.config.name, line)
+        validators: dict[str, Validator | None] = {}
+        for tool in tools:
+            schema = tool.get("outputSchema")
+            if isinstance(tool.get("name"), str) and isinstance(schema, Mapping):
+                try:
+                    validators[tool["name"]] = compile_schema(schema)
+                except SchemaDefinitionError:
+                    validators[tool["name"]] = None
+        changed = self._tools is not None and tools != self._tools
+        self._tools = tools
+        self._specs = specs
+        self.skipped = skipped
+        self._validators = validators
+        if (notify or changed) and self._on_tools_changed is not None:
+            try:
+                self._on_tools_changed(self)
+            except Exception:  # the callback's failure is not the server's
+                logger.exception("on_tools_changed for MCP server %s raised", self.config.name)
+
+
+class _Events(ConnectionEvents):
+    """What the connection reports, applied to its server."""
+
+    def __init__(self, server: McpServer) -> None:
+        self._server = server
+
+    def connected(self, link: Link, protocol_version: str, era: Era, tools: list[WireTool]) -> None:
+        server = self._server
+        if server.status != "starting":  # stopped meanwhile
+            return
+        server._link = link
+        server.protocol_version = protocol_version
+        server._era = era
+        server._listed(tools, notify=False)
+        server.status = "ready"
+        server.error = None
+        server._settled.set()
+        logger.info(
+            "MCP server %s ready (%s, %d tools)", server.config.name, protocol_version, len(tools)
+        )
+
+    def tools_listed(self, tools: list[WireTool]) -> None:
+        if self._server.status == "ready":
+            self._server._listed(tools, notify=True)
+
+
+def _leaf_text(exc: BaseException) -> str:
+    """The innermost error of a (possibly grouped) exception, as ``Type: message``."""
+    while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
+        exc = exc.exceptions[0]
+    text = str(exc)
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def _resolve_cwd(cwd: str | None, default: str | None) -> str | None:
+    if cwd is None:
+        return default
+    if default is not None and not os.path.isabs(cwd):
+        return os.path.join(default, cwd)
+    return cwd

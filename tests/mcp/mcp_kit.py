@@ -1,0 +1,130 @@
+"""Helpers for the MCP client tests: the test servers, their configs, and starting an
+``McpServer`` that is always stopped again (with its process group)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import re
+import sys
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from typing import Any
+
+from cleveragents.mcp import McpServer, McpServerConfig
+
+SERVERS = Path(__file__).resolve().parent / "servers"
+SDK_SERVER = SERVERS / "sdk_server.py"
+PLAIN_SERVER = SERVERS / "plain_server.py"
+WAIT_S = 15.0
+"""Bound on every wait for a server in these tests (they normally take well under 1 s)."""
+
+
+def base_env() -> dict[str, str]:
+    """What the daemon would pass: an allow-list, here just ``PATH``."""
+    return {"PATH": os.environ.get("PATH", os.defpath)}
+
+
+def stdio(name: str, script: Path, *args: str, **fields: Any) -> McpServerConfig:
+    return McpServerConfig(name, command=sys.executable, args=(str(script), *args), **fields)
+
+
+def make_server(
+    config: McpServerConfig,
+    tmp_path: Path,
+    *,
+    on_tools_changed: Callable[[McpServer], None] | None = None,
+    base: dict[str, str] | None = None,
+) -> McpServer:
+    return McpServer(
+        config,
+        scope="daemon",
+        log_dir=tmp_path / "logs",
+        base_env=base_env() if base is None else base,
+        default_cwd=str(tmp_path),
+        on_tools_changed=on_tools_changed,
+    )
+
+
+@contextlib.asynccontextmanager
+async def started(
+    config: McpServerConfig,
+    tmp_path: Path,
+    *,
+    on_tools_changed: Callable[[McpServer], None] | None = None,
+    base: dict[str, str] | None = None,
+) -> AsyncIterator[McpServer]:
+    """Start a server, wait until it is no longer starting, and always stop it."""
+    server = make_server(config, tmp_path, on_tools_changed=on_tools_changed, base=base)
+    server.start()
+    try:
+        await server.wait_ready(WAIT_S)
+        yield server
+    finally:
+        await server.stop()
+
+
+async def wait_for(predicate: Callable[[], bool], timeout: float = WAIT_S) -> None:
+    """Wait (bounded) until ``predicate()`` holds: for what another process does (a
+    marker file, a death), which offers no event to wait on."""
+    async with asyncio.timeout(timeout):
+        while not predicate():  # noqa: ASYNC110 - another process's doing: nothing to await
+            await asyncio.sleep(0.01)
+
+
+def process_alive(pid: int) -> bool:
+    """Whether ``pid`` runs (a zombie nobody reaped yet counts as dead)."""
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            state = stat.read().rpartition(")")[2].split()[0]
+    except (FileNotFoundError, ProcessLookupError):
+        return False
+    except OSError:  # no /proc: ask the kernel
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return False
+        return True
+    return state not in ("Z", "X")
+
+
+@contextlib.asynccontextmanager
+async def http_server(tmp_path: Path) -> AsyncIterator[str]:
+    """The SDK test server on streamable HTTP at 127.0.0.1 on a port the OS picks; yields
+    its URL once it says it is listening (read from its log, bounded)."""
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, str(SDK_SERVER), "--http", "0", "--marker-dir", str(tmp_path),
+        stdin=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.STDOUT,
+        env=base_env(),
+    )  # fmt: skip
+    assert process.stdout is not None
+    drain: asyncio.Task[None] | None = None
+    try:
+        async with asyncio.timeout(WAIT_S):
+            while True:
+                line = await process.stdout.readline()
+                assert line, "the HTTP test server exited before listening"
+                found = re.search(rb"Uvicorn running on (http://127\.0\.0\.1:\d+)", line)
+                if found:
+                    break
+        drain = asyncio.create_task(_drain(process.stdout))
+        yield found.group(1).decode() + "/mcp"
+    finally:
+        if process.returncode is None:
+            process.terminate()
+        try:
+            async with asyncio.timeout(WAIT_S):
+                await process.wait()
+        except TimeoutError:
+            process.kill()
+            await process.wait()
+        if drain is not None:
+            await drain
+
+
+async def _drain(stream: asyncio.StreamReader) -> None:
+    while await stream.read(65536):
+        pass
