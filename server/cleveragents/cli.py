@@ -59,6 +59,20 @@ def _profiles_help() -> str:
     return "\n".join(lines)
 
 
+class _Parser(argparse.ArgumentParser):
+    """Builds its epilog only when help is shown: the profile table imports the
+    workspace package (~90 ms), which ``serve`` must not pay before its own setup."""
+
+    def __init__(self, *args: Any, epilog_factory: Any = None, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.epilog_factory = epilog_factory
+
+    def format_help(self) -> str:
+        if self.epilog is None and self.epilog_factory is not None:
+            self.epilog = self.epilog_factory()
+        return super().format_help()
+
+
 def build_parser() -> argparse.ArgumentParser:
     from . import __version__
 
@@ -69,12 +83,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"cleveragents {__version__}")
     parser.set_defaults(print_help=parser.print_help)
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
 
     run = sub.add_parser(
         "run", help="run a prompt on the workspace and show it live",
         description="Run a prompt on a daemon spawned for the workspace, and show the run "
-        "as it happens.", epilog=_profiles_help(),
+        "as it happens.", epilog_factory=_profiles_help,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )  # fmt: skip
     run.add_argument(
