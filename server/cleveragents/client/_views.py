@@ -170,6 +170,7 @@ class View:
                 self._line(content)  # a model that did not stream its text
 
     def _line(self, text: str) -> None:
+        text = printable(text)  # callers clean model text already; paths and ids too
         if not self._at_line_start:
             text = "\n" + text
         self.out.write(text + "\n")
