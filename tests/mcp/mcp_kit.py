@@ -89,10 +89,32 @@ def process_alive(pid: int) -> bool:
     return state not in ("Z", "X")
 
 
+class HttpServer:
+    """The SDK test server on streamable HTTP at 127.0.0.1, on a port the OS picks."""
+
+    def __init__(self, process: asyncio.subprocess.Process, url: str) -> None:
+        self.process = process
+        self.url = url
+        assert process.stdout is not None
+        self._drain = asyncio.create_task(_drain(process.stdout))
+
+    async def stop(self) -> None:
+        """End the server process (idempotent, bounded)."""
+        if self.process.returncode is None:
+            self.process.terminate()
+        try:
+            async with asyncio.timeout(WAIT_S):
+                await self.process.wait()
+        except TimeoutError:
+            self.process.kill()
+            await self.process.wait()
+        await self._drain
+
+
 @contextlib.asynccontextmanager
-async def http_server(tmp_path: Path) -> AsyncIterator[str]:
-    """The SDK test server on streamable HTTP at 127.0.0.1 on a port the OS picks; yields
-    its URL once it says it is listening (read from its log, bounded)."""
+async def http_server(tmp_path: Path) -> AsyncIterator[HttpServer]:
+    """Start the HTTP test server and yield it once it says it listens (read from its
+    log, bounded); always stop it."""
     process = await asyncio.create_subprocess_exec(
         sys.executable, str(SDK_SERVER), "--http", "0", "--marker-dir", str(tmp_path),
         stdin=asyncio.subprocess.DEVNULL,
@@ -101,7 +123,6 @@ async def http_server(tmp_path: Path) -> AsyncIterator[str]:
         env=base_env(),
     )  # fmt: skip
     assert process.stdout is not None
-    drain: asyncio.Task[None] | None = None
     try:
         async with asyncio.timeout(WAIT_S):
             while True:
@@ -110,19 +131,15 @@ async def http_server(tmp_path: Path) -> AsyncIterator[str]:
                 found = re.search(rb"Uvicorn running on (http://127\.0\.0\.1:\d+)", line)
                 if found:
                     break
-        drain = asyncio.create_task(_drain(process.stdout))
-        yield found.group(1).decode() + "/mcp"
+    except BaseException:
+        process.kill()
+        await process.wait()
+        raise
+    server = HttpServer(process, found.group(1).decode() + "/mcp")
+    try:
+        yield server
     finally:
-        if process.returncode is None:
-            process.terminate()
-        try:
-            async with asyncio.timeout(WAIT_S):
-                await process.wait()
-        except TimeoutError:
-            process.kill()
-            await process.wait()
-        if drain is not None:
-            await drain
+        await server.stop()
 
 
 async def _drain(stream: asyncio.StreamReader) -> None:

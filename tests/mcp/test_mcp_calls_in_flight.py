@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from pathlib import Path
 
@@ -13,15 +14,19 @@ from cleveragents.mcp import McpServer, McpServerConfig, McpToolError
 
 
 async def test_a_call_that_outlives_its_timeout_fails_saying_so_despite_progress(
-    tmp_path: Path,
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     # The tool reports progress every 50 ms: that must not extend the 0.5 s bound.
     config = stdio("slow", SDK_SERVER, "--marker-dir", str(tmp_path), timeout_s=0.5)
     async with started(config, tmp_path) as server:
         began = time.monotonic()
-        with pytest.raises(McpToolError) as raised:
+        with (
+            caplog.at_level(logging.DEBUG, logger="cleveragents.mcp"),
+            pytest.raises(McpToolError) as raised,
+        ):
             await server.call_tool("sleep", {"seconds": 10})
         assert time.monotonic() - began < 3.0
+        assert any("progress" in record.getMessage() for record in caplog.records)
         assert str(raised.value) == "mcp:slow/sleep timed out after 0.5 s"
         # The server got notifications/cancelled for it, and the late answer is ignored.
         await wait_for((tmp_path / "cancelled").exists)
@@ -72,8 +77,8 @@ async def test_list_changed_refreshes_the_tools_and_calls_back(
 async def test_cancelling_a_call_over_http_reaches_the_server(
     tmp_path: Path, protocol: str | None
 ) -> None:
-    async with http_server(tmp_path) as url:
-        config = McpServerConfig("web", url=url, protocol=protocol)
+    async with http_server(tmp_path) as web:
+        config = McpServerConfig("web", url=web.url, protocol=protocol)
         async with started(config, tmp_path) as server:
             assert server.status == "ready", server.error
             call = asyncio.create_task(server.call_tool("sleep", {"seconds": 30}))

@@ -29,7 +29,7 @@ import anyio
 import httpx2
 import mcp_types as types
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
-from mcp.client.session import ClientSession, IncomingMessage
+from mcp.client.session import ClientSession, IncomingMessage, MessageHandlerFnT
 from mcp.client.streamable_http import streamable_http_client
 from mcp.client.subscriptions import ListenNotSupportedError, SubscriptionLost, listen
 from mcp.shared.exceptions import MCPError
@@ -265,7 +265,7 @@ async def _list_tools(session: ClientSession) -> list[WireTool]:
     return tools
 
 
-def _message_handler(name: str, changes: MemoryObjectSendStream[None]) -> Any:
+def _message_handler(name: str, changes: MemoryObjectSendStream[None]) -> MessageHandlerFnT:
     async def handle(message: IncomingMessage) -> None:
         if isinstance(message, types.ToolListChangedNotification):
             _request_refresh(changes)
@@ -332,8 +332,13 @@ class _Link:
     async def call(self, tool: str, arguments: dict[str, Any]) -> RawResult:
         if self._ends.closed.is_set():
             raise ConnectionLost(self._ends.why)
+
+        async def progress(progress: float, total: float | None, message: str | None) -> None:
+            # Asked for so a server may report it; it never extends the call's timeout.
+            logger.debug("MCP tool %s: progress %s of %s %s", tool, progress, total, message or "")
+
         try:
-            result = await self._session.call_tool(tool, arguments)
+            result = await self._session.call_tool(tool, arguments, progress_callback=progress)
         except (anyio.BrokenResourceError, anyio.ClosedResourceError):
             raise ConnectionLost(self._ends.why) from None
         except MCPError as exc:
@@ -342,12 +347,8 @@ class _Link:
             raise McpToolError(f"the server refused the call: {_describe(exc)}") from None
         except ValidationError:
             raise McpToolError("the server's answer is not a valid tools/call result") from None
-        except RuntimeError as exc:  # e.g. an input_required answer we cannot serve
+        except RuntimeError as exc:  # an input_required or extension answer we cannot use
             raise McpToolError(f"the server's answer could not be used: {exc}") from None
-        if not isinstance(result, types.CallToolResult):
-            raise McpToolError(
-                f"the server answered with a {type(result).__name__}, not a tool result"
-            )
         return RawResult(
             result.structured_content,
             [

@@ -8,7 +8,8 @@ never answers ``server/discover`` (the case that costs the SDK's auto mode 10 s)
 ``--record FILE`` appends ``started EPOCH`` when it starts, then every method it
 receives, one per line. Tools: ``echo``
 (text), ``crash`` (stderr line, exit 3), ``noisy`` (non-JSON lines on stdout, then an
-answer). It starts in a few tens of milliseconds, which keeps restart tests quick.
+answer). ``--bad-tools`` adds tools the client must skip (a name with a space, a
+name too long, an inputSchema that is not a JSON Schema). It starts in a few tens of milliseconds, which keeps restart tests quick.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ parser = argparse.ArgumentParser()
 parser.add_argument("--era", choices=["handshake", "modern"], default="handshake")
 parser.add_argument("--refuse-code", type=int, default=-32601)
 parser.add_argument("--record", default="")
+parser.add_argument("--bad-tools", action="store_true")
 options = parser.parse_args()
 
 MODERN = {"resultType": "complete", "ttlMs": 0, "cacheScope": "private"}
@@ -38,6 +40,12 @@ TOOLS = [
     },
     {"name": "crash", "description": "Exit at once.", "inputSchema": {"type": "object"}},
     {"name": "noisy", "description": "Garbage, then an answer.", "inputSchema": {"type": "object"}},
+]
+
+BAD_TOOLS = [
+    {"name": "bad schema", "inputSchema": {"type": "object"}},
+    {"name": "typo", "inputSchema": {"type": "object", "properties": {"x": {"type": "nope"}}}},
+    {"name": "n" * 130, "inputSchema": {"type": "object"}},
 ]
 
 
@@ -108,7 +116,7 @@ for line in sys.stdin:
             result(request_id, {"supportedVersions": ["2026-07-28"], "capabilities": {"tools": {}}})
         # the handshake-only server never answers it, like many deployed servers
     elif method == "tools/list":
-        result(request_id, {"tools": TOOLS})
+        result(request_id, {"tools": TOOLS + (BAD_TOOLS if options.bad_tools else [])})
     elif method == "tools/call":
         call(request_id, message.get("params") or {})
     else:
