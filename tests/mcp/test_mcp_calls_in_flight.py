@@ -88,3 +88,23 @@ async def test_cancelling_a_call_over_http_reaches_the_server(
                 await call
             await wait_for((tmp_path / "cancelled").exists)
             assert await server.call_tool("add", {"a": 1, "b": 2}) == {"result": 3}
+
+
+@pytest.mark.parametrize("protocol", [None, "2026-07-28"])
+async def test_list_changed_over_http_refreshes_the_tools(
+    tmp_path: Path, protocol: str | None
+) -> None:
+    changed = asyncio.Event()
+    async with (
+        http_server(tmp_path) as web,
+        started(
+            McpServerConfig("web", url=web.url, protocol=protocol),
+            tmp_path,
+            on_tools_changed=lambda _server: changed.set(),
+        ) as server,
+    ):
+        assert server.status == "ready", server.error
+        assert await server.call_tool("add_tool", {"name": "later"}) == "added"
+        async with asyncio.timeout(WAIT_S):
+            await changed.wait()
+        assert "mcp:web/later" in {spec.name for spec in server.tool_specs()}

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
+import os
+import signal
 import sys
 import time
 from pathlib import Path
@@ -125,9 +128,6 @@ async def test_a_server_that_dies_while_idle_is_failed_at_once(tmp_path: Path) -
     )
     async with started(python("idle", code), tmp_path) as server:
         assert server.status == "ready", server.error
-        import os
-        import signal
-
         os.kill(int(pid_file.read_text()), signal.SIGKILL)
         await wait_for(lambda: server.status == "failed")
         assert server.error == "the server was killed by SIGKILL"
@@ -174,3 +174,30 @@ async def test_a_hand_written_server_with_garbage_and_blank_lines_still_answers(
     async with started(stdio("plain", PLAIN_SERVER), tmp_path) as server:
         assert await server.call_tool("noisy", {}) == "still here"
         assert await server.call_tool("echo", {"text": "ok"}) == "ok"
+
+
+async def test_stop_while_starting_ends_the_attempt_and_its_process(tmp_path: Path) -> None:
+    pid_file = tmp_path / "pid"
+    code = f"import os, time\nopen({str(pid_file)!r}, 'w').write(str(os.getpid()))\ntime.sleep(60)"
+    server = make_server(python("slow", code), tmp_path)
+    server.start()
+    await wait_for(pid_file.exists)
+    began = time.monotonic()
+    await server.stop()
+    assert time.monotonic() - began < 5.0
+    assert server.status == "stopped"
+    assert server.error is None
+    await server.wait_ready()  # returns at once: not starting
+    await wait_for(lambda: not process_alive(int(pid_file.read_text())))
+
+
+async def test_calls_that_find_the_server_dead_share_one_restart(tmp_path: Path) -> None:
+    record = tmp_path / "record"
+    async with started(stdio("p", PLAIN_SERVER, "--record", str(record)), tmp_path) as server:
+        with pytest.raises(McpToolError):
+            await server.call_tool("crash", {})
+        answers = await asyncio.gather(
+            *(server.call_tool("echo", {"text": str(i)}) for i in range(3))
+        )
+        assert answers == ["0", "1", "2"]
+    assert record.read_text().count("started ") == 2

@@ -22,18 +22,18 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import AsyncIterator
-from contextlib import AsyncExitStack, asynccontextmanager
+from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
 from typing import Any
 
 import anyio
 import httpx2
 import mcp_types as types
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+from mcp.client._transport import TransportStreams
 from mcp.client.session import ClientSession, IncomingMessage, MessageHandlerFnT
 from mcp.client.streamable_http import streamable_http_client
 from mcp.client.subscriptions import ListenNotSupportedError, SubscriptionLost, listen
 from mcp.shared.exceptions import MCPError
-from mcp.shared.message import SessionMessage
 from pydantic import ValidationError
 
 from cleveragents import __version__
@@ -72,6 +72,13 @@ class _Ends:
         self.closed = anyio.Event()
         self.why = "the connection to the server was closed"
         self.connected = False
+        self.watched = False
+        """Whether a watcher (the stdio channel's) sets ``closed`` with its reason; an
+        HTTP connection learns it is over only from a call that finds it closed."""
+
+    def lost(self) -> None:
+        if not self.watched:
+            self.closed.set()
 
 
 async def run(params: ConnectParams, events: ConnectionEvents) -> str:
@@ -130,9 +137,7 @@ def _leaf(exc: BaseException) -> BaseException:
 
 async def _open_transport(
     stack: AsyncExitStack, params: ConnectParams, ends: _Ends
-) -> tuple[
-    MemoryObjectReceiveStream[SessionMessage | Exception], MemoryObjectSendStream[SessionMessage]
-]:
+) -> TransportStreams:
     config = params.config
     if config.command is not None:
         assert params.log is not None
@@ -157,6 +162,7 @@ async def _open_transport(
 
         tasks = await stack.enter_async_context(anyio.create_task_group())
         tasks.start_soon(watch)
+        ends.watched = True
         stack.callback(tasks.cancel_scope.cancel)
         return channel.read_stream, channel.write_stream
     assert config.url is not None
@@ -166,22 +172,16 @@ async def _open_transport(
             timeout=httpx2.Timeout(30.0, read=max(300.0, config.timeout_s + 30.0)),
         )
     )
-    read, write = await stack.enter_async_context(
+    return await stack.enter_async_context(
         _watched(streamable_http_client(config.url, http_client=client), ends)
     )
-    return read, write
 
 
 @asynccontextmanager
 async def _watched(
-    transport: Any, ends: _Ends
-) -> AsyncIterator[
-    tuple[
-        MemoryObjectReceiveStream[SessionMessage | Exception],
-        MemoryObjectSendStream[SessionMessage],
-    ]
-]:
-    """An HTTP transport whose end (its read stream closing) sets ``ends.closed``."""
+    transport: AbstractAsyncContextManager[TransportStreams], ends: _Ends
+) -> AsyncIterator[TransportStreams]:
+    """An HTTP transport; once it has ended, ``ends.closed`` is set."""
     async with transport as (read, write):
         try:
             yield read, write
@@ -340,9 +340,11 @@ class _Link:
         try:
             result = await self._session.call_tool(tool, arguments, progress_callback=progress)
         except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+            self._ends.lost()
             raise ConnectionLost(self._ends.why) from None
         except MCPError as exc:
             if self._ends.closed.is_set() or _is_closed(exc):
+                self._ends.lost()
                 raise ConnectionLost(self._ends.why) from None
             raise McpToolError(f"the server refused the call: {_describe(exc)}") from None
         except ValidationError:

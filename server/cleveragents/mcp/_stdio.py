@@ -93,7 +93,7 @@ async def stdio_channel(
     ``STDIN_CLOSE_GRACE_S`` to exit, then SIGTERMs and SIGKILLs the group; whatever is
     left in the group is killed even when the leader exited by itself.
     """
-    errlog = log.open_for_child(" ".join([command, *args])[:500])
+    errlog = log.open_for_child(" ".join([command, *args]).replace("\n", " ")[:500])
     try:
         process = await anyio.open_process(
             [command, *args],
