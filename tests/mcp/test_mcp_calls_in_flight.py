@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from mcp_kit import SDK_SERVER, WAIT_S, http_server, started, stdio, wait_for
 
-from cleveragents.mcp import McpServer, McpServerConfig, McpToolError
+from cleveragents.mcp import McpServer, McpServerConfig, McpToolError, ProtocolVersion
 
 
 async def test_a_call_that_outlives_its_timeout_fails_saying_so_despite_progress(
@@ -36,7 +36,7 @@ async def test_a_call_that_outlives_its_timeout_fails_saying_so_despite_progress
 
 @pytest.mark.parametrize("protocol", [None, "2026-07-28"])
 async def test_cancelling_the_awaiting_task_cancels_the_request_on_the_server(
-    tmp_path: Path, protocol: str | None
+    tmp_path: Path, protocol: ProtocolVersion | None
 ) -> None:
     config = stdio("c", SDK_SERVER, "--marker-dir", str(tmp_path), protocol=protocol)
     async with started(config, tmp_path) as server:
@@ -52,7 +52,7 @@ async def test_cancelling_the_awaiting_task_cancels_the_request_on_the_server(
 
 @pytest.mark.parametrize("protocol", [None, "2026-07-28"])
 async def test_list_changed_refreshes_the_tools_and_calls_back(
-    tmp_path: Path, protocol: str | None
+    tmp_path: Path, protocol: ProtocolVersion | None
 ) -> None:
     changed = asyncio.Event()
     seen: list[list[str]] = []
@@ -75,7 +75,7 @@ async def test_list_changed_refreshes_the_tools_and_calls_back(
 
 @pytest.mark.parametrize("protocol", [None, "2026-07-28"])
 async def test_cancelling_a_call_over_http_reaches_the_server(
-    tmp_path: Path, protocol: str | None
+    tmp_path: Path, protocol: ProtocolVersion | None
 ) -> None:
     async with http_server(tmp_path) as web:
         config = McpServerConfig("web", url=web.url, protocol=protocol)
@@ -92,7 +92,7 @@ async def test_cancelling_a_call_over_http_reaches_the_server(
 
 @pytest.mark.parametrize("protocol", [None, "2026-07-28"])
 async def test_list_changed_over_http_refreshes_the_tools(
-    tmp_path: Path, protocol: str | None
+    tmp_path: Path, protocol: ProtocolVersion | None
 ) -> None:
     changed = asyncio.Event()
     async with (

@@ -201,3 +201,15 @@ async def test_calls_that_find_the_server_dead_share_one_restart(tmp_path: Path)
         )
         assert answers == ["0", "1", "2"]
     assert record.read_text().count("started ") == 2
+
+
+@pytest.mark.parametrize(("cwd", "where"), [(None, "."), ("sub", "sub"), ("/", "/")])
+async def test_a_stdio_server_runs_in_the_sandbox_root_unless_its_entry_says(
+    tmp_path: Path, cwd: str | None, where: str
+) -> None:
+    (tmp_path / "sub").mkdir()
+    out = tmp_path / "cwd.txt"
+    code = f"import os\nopen({str(out)!r}, 'w').write(os.getcwd())"
+    async with started(python("where", code, cwd=cwd), tmp_path) as server:
+        assert server.status == "failed"  # it exits without speaking MCP
+    assert Path(out.read_text()) == (tmp_path / where).resolve()
