@@ -122,7 +122,7 @@ def initialize_params(workspace: Path, state_dir: Path, **options: Any) -> lsp.I
 
 
 def attach(client: LanguageClient, session: Session) -> None:
-    for method in RUN_EVENTS:
+    for method in (*RUN_EVENTS, m.TOOLS_CHANGED):
         client.feature(method)(lambda params, method=method: session.record(method, params))
 
     @client.feature(m.TOOLS_CALL)

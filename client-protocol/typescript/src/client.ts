@@ -63,6 +63,7 @@ import {
   type ToolCallStartedNotification,
   type ToolDefinition,
   type ToolsCallParams,
+  type ToolsChangedNotification,
   type ToolsCallResult,
 } from "./protocol";
 
@@ -179,6 +180,9 @@ export class CleverAgentsClient implements Disposable {
   readonly onDidFinishIteration: Event<IterationNotification> = this.events.iteration.event;
   /** `run/finished`: a run ended; its `result` equals the `run/start` reply. */
   readonly onDidFinishRun: Event<RunFinishedNotification> = this.events.runFinished.event;
+  /** `tools/changed`: a source's tools changed (an MCP server became ready, changed its
+   * list, or was removed); refresh any view of `tools/list`. */
+  readonly onDidChangeTools: Event<ToolsChangedNotification> = this.events.toolsChanged.event;
   /** `$/progress` of runs started with a `workDoneToken`. */
   readonly onDidProgress: Event<ProgressEvent> = this.events.progress.event;
   /** The daemon process exited (after `close()`, or on its own), with its code or signal. */
@@ -207,6 +211,9 @@ export class CleverAgentsClient implements Disposable {
         this.events.fireRunEvent({ method, params } as RunEvent);
       });
     }
+    connection.onNotification(Methods.TOOLS_CHANGED, (params: ToolsChangedNotification) => {
+      this.events.toolsChanged.fire(params);
+    });
     // vscode-jsonrpc routes `$/progress` itself: tokens nobody registered end up here.
     connection.onUnhandledProgress((params) => this.events.progress.fire(params as ProgressEvent));
     connection.onRequest(

@@ -1,6 +1,7 @@
 /**
- * What the client announces: the six run notifications, LSP `$/progress`, and the daemon's
- * exit, each as a VS Code-style `Event` whose subscriptions are `Disposable`s.
+ * What the client announces: the six run notifications, `tools/changed`, LSP `$/progress`,
+ * and the daemon's exit, each as a VS Code-style `Event` whose subscriptions are
+ * `Disposable`s.
  *
  * This module owns the event types and the emitters behind them. It knows nothing of the
  * connection or the process: the client feeds it what arrives.
@@ -8,21 +9,22 @@
 
 import { type Disposable, Emitter } from "vscode-jsonrpc/node";
 import {
-  type DaemonNotificationMethod,
   type IterationNotification,
   type MessageDeltaNotification,
   Methods,
   type NotificationParams,
   type RunFinishedNotification,
+  type RunNotificationMethod,
   type RunStartedNotification,
   type ToolCallNotification,
   type ToolCallStartedNotification,
+  type ToolsChangedNotification,
 } from "./protocol";
 
 /** One run notification, discriminated by `method`: `event.params` is typed accordingly. */
 export type RunEvent = {
-  [M in DaemonNotificationMethod]: { method: M; params: NotificationParams[M] };
-}[DaemonNotificationMethod];
+  [M in RunNotificationMethod]: { method: M; params: NotificationParams[M] };
+}[RunNotificationMethod];
 
 export type EventCallback = (event: RunEvent) => void;
 
@@ -74,6 +76,7 @@ export class ClientEvents implements Disposable {
   readonly toolCall = new Emitter<ToolCallNotification>();
   readonly iteration = new Emitter<IterationNotification>();
   readonly runFinished = new Emitter<RunFinishedNotification>();
+  readonly toolsChanged = new Emitter<ToolsChangedNotification>();
   readonly progress = new Emitter<ProgressEvent>();
   readonly exit = new Emitter<DaemonExit>();
 
@@ -107,7 +110,7 @@ export class ClientEvents implements Disposable {
   dispose(): void {
     for (const emitter of [
       this.any, this.runStarted, this.messageDelta, this.toolCallStarted, this.toolCall,
-      this.iteration, this.runFinished, this.progress, this.exit,
+      this.iteration, this.runFinished, this.toolsChanged, this.progress, this.exit,
     ]) {
       emitter.dispose();
     }
@@ -115,7 +118,7 @@ export class ClientEvents implements Disposable {
 }
 
 /** The notification methods `ClientEvents` routes, for subscribing on the connection. */
-export const RUN_EVENT_METHODS: readonly DaemonNotificationMethod[] = [
+export const RUN_EVENT_METHODS: readonly RunNotificationMethod[] = [
   Methods.RUN_STARTED,
   Methods.RUN_MESSAGE_DELTA,
   Methods.RUN_TOOL_CALL_STARTED,

@@ -7,6 +7,12 @@ export const PROTOCOL_VERSION = 1;
 
 export type Decision = "allow" | "ask" | "deny";
 
+export type McpProtocol = "2025-11-25" | "2026-07-28";
+
+export type McpStatus = "starting" | "ready" | "failed" | "stopped";
+
+export type McpTrust = "read" | "write" | "execute";
+
 export type PermissionOutcome = "allow_once" | "allow_always" | "reject_once" | "reject_always";
 
 export type RunStatus = "completed" | "limit" | "cancelled" | "failed";
@@ -51,6 +57,7 @@ export interface InitializationOptions {
   maxToolOutputBytes?: number;
   shellEnv?: string[];
   token?: string;
+  mcpServers?: McpServerEntry[];
 }
 
 /** Params of `run/iteration`. */
@@ -105,6 +112,65 @@ export interface LlmGenerateResult {
   content: string;
   toolCalls: WireToolCall[];
   usage?: UsageWire;
+}
+
+/** Params of `mcp/add`. */
+export interface McpAddParams {
+  servers: McpServerEntry[];
+}
+
+/** The names added; each server then starts in the background (see `mcp/servers`). */
+export interface McpAddResult {
+  added: string[];
+}
+
+/** Params of `mcp/remove`. */
+export interface McpRemoveParams {
+  names: string[];
+}
+
+/** Result of `mcp/remove`. */
+export interface McpRemoveResult {
+  removed: string[];
+}
+
+/** An MCP server mounted as a tool source: stdio (`command`) or streamable HTTP (`url`), exactly one of the two. Its tools appear as `mcp:NAME/TOOL`. */
+export interface McpServerEntry {
+  name: string;
+  command?: string;
+  args?: string[];
+  env?: Record<string, string>;
+  cwd?: string;
+  url?: string;
+  headers?: Record<string, string>;
+  timeoutMs?: number;
+  startupTimeoutMs?: number;
+  include?: string[];
+  exclude?: string[];
+  protocol?: McpProtocol;
+  trust?: McpTrust;
+}
+
+/** One MCP server: where it is configured, how it is reached, and how it is doing. */
+export interface McpServerStatus {
+  name: string;
+  scope: "daemon" | "run";
+  transport: "stdio" | "http";
+  status: McpStatus;
+  toolCount: number;
+  protocolVersion?: string;
+  error?: string;
+  stderrTail?: string;
+}
+
+/** Params of `mcp/servers`. */
+export interface McpServersParams {
+  runId?: string;
+}
+
+/** Result of `mcp/servers`. */
+export interface McpServersResult {
+  servers: McpServerStatus[];
 }
 
 /** Params of `run/messageDelta`. */
@@ -179,6 +245,7 @@ export interface RunParams {
   projectResources?: Record<string, unknown>;
   continueFrom?: string;
   workDoneToken?: string | number;
+  mcpServers?: McpServerEntry[];
 }
 
 /** The outcome of a run: the `run/start` reply, `run/get`, and `run/finished`. */
@@ -278,6 +345,12 @@ export interface ToolsCallResult {
   isError?: boolean;
 }
 
+/** The tools a source offers changed (an MCP server became ready, changed its list, failed or was removed): refresh any view of `tools/list`. */
+export interface ToolsChangedNotification {
+  source: ToolSource;
+  server?: string;
+}
+
 /** Params of `tools/unregister`. */
 export interface UnregisterToolsParams {
   names: string[];
@@ -332,6 +405,12 @@ export const Methods = {
   RUN_LIST: "run/list",
   /** request, client->daemon: A run's result, from memory or from its transcript. */
   RUN_GET: "run/get",
+  /** request, client->daemon: Mount MCP servers daemon-wide; each starts in the background. */
+  MCP_ADD: "mcp/add",
+  /** request, client->daemon: Stop and unmount daemon-wide MCP servers. */
+  MCP_REMOVE: "mcp/remove",
+  /** request, client->daemon: The MCP servers and how each is doing (with runId: that run's own too). */
+  MCP_SERVERS: "mcp/servers",
   /** notification, daemon->client: The run began. */
   RUN_STARTED: "run/started",
   /** notification, daemon->client: The model streamed text. */
@@ -344,6 +423,8 @@ export const Methods = {
   RUN_ITERATION: "run/iteration",
   /** notification, daemon->client: The run ended; nothing more is sent for it. */
   RUN_FINISHED: "run/finished",
+  /** notification, daemon->client: A tool source's tools changed: refresh tools/list. */
+  TOOLS_CHANGED: "tools/changed",
   /** request, daemon->client: Run a client-registered tool. */
   TOOLS_CALL: "tools/call",
   /** request, daemon->client: Ask the user whether a call may run. */
@@ -365,7 +446,10 @@ export type ClientRequestMethod =
   | "run/start"
   | "run/cancel"
   | "run/list"
-  | "run/get";
+  | "run/get"
+  | "mcp/add"
+  | "mcp/remove"
+  | "mcp/servers";
 
 /** Requests the daemon sends to the client. */
 export type DaemonRequestMethod =
@@ -384,6 +468,16 @@ export type DaemonNotificationMethod =
   | "run/toolCallStarted"
   | "run/toolCall"
   | "run/iteration"
+  | "run/finished"
+  | "tools/changed";
+
+/** The notifications of one run: each carries runId and seq. */
+export type RunNotificationMethod =
+  | "run/started"
+  | "run/messageDelta"
+  | "run/toolCallStarted"
+  | "run/toolCall"
+  | "run/iteration"
   | "run/finished";
 
 /** The params of every request, by method name. */
@@ -395,6 +489,9 @@ export interface RequestParams {
   "run/cancel": RunIdParams;
   "run/list": EmptyParams;
   "run/get": RunIdParams;
+  "mcp/add": McpAddParams;
+  "mcp/remove": McpRemoveParams;
+  "mcp/servers": McpServersParams;
   "tools/call": ToolsCallParams;
   "permission/request": PermissionRequestParams;
   "llm/generate": LlmGenerateParams;
@@ -409,6 +506,9 @@ export interface RequestResults {
   "run/cancel": EmptyResult;
   "run/list": RunListResult;
   "run/get": RunResult;
+  "mcp/add": McpAddResult;
+  "mcp/remove": McpRemoveResult;
+  "mcp/servers": McpServersResult;
   "tools/call": ToolsCallResult;
   "permission/request": PermissionRequestResult;
   "llm/generate": LlmGenerateResult;
@@ -422,6 +522,7 @@ export interface NotificationParams {
   "run/toolCall": ToolCallNotification;
   "run/iteration": IterationNotification;
   "run/finished": RunFinishedNotification;
+  "tools/changed": ToolsChangedNotification;
   "llm/delta": LlmDeltaNotification;
 }
 

@@ -382,6 +382,23 @@ class Client:
     async def list_runs(self) -> list[dict[str, Any]]:
         return list((await self.connection.request(m.RUN_LIST, {}))["runs"])
 
+    # -- MCP servers -------------------------------------------------------------------
+
+    async def add_mcp_servers(self, servers: list[Mapping[str, Any]]) -> list[str]:
+        """``mcp/add``: mount MCP servers daemon-wide (``McpServerEntry`` objects, wire
+        names). Each starts in the background; runs wait for the ones still starting."""
+        result = await self.connection.request(m.MCP_ADD, {"servers": [dict(s) for s in servers]})
+        return list(result["added"])
+
+    async def remove_mcp_servers(self, names: list[str]) -> list[str]:
+        """``mcp/remove``: stop daemon-wide MCP servers and unmount their tools."""
+        return list((await self.connection.request(m.MCP_REMOVE, {"names": names}))["removed"])
+
+    async def mcp_servers(self, run_id: str | None = None) -> list[dict[str, Any]]:
+        """``mcp/servers``: each server's status (with ``run_id``, that run's own too)."""
+        params = {} if run_id is None else {"runId": run_id}
+        return list((await self.connection.request(m.MCP_SERVERS, params))["servers"])
+
     async def close(self, timeout: float = 5.0) -> int | None:
         """``shutdown`` + ``exit`` when possible, then wait for the process (bounded)."""
         if self.process.returncode is None and not self.connection.closed.is_set():

@@ -23,11 +23,12 @@ import uuid
 from collections.abc import Awaitable, Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import attrs
 
 from ..llm.spec import ModelSpec, create_caller, resolve_model_spec
+from ..mcp import McpServerConfig
 from ..protocol import MAX_BODY, ParamsError, RawJson, camel, dumps, unstructure, wire
 from ..protocol import methods as m
 from ..tool import (
@@ -63,7 +64,9 @@ from ..tool import (
 from ..tool._runner import output_text
 from ..tool._spec import is_async_callable
 from ..workspace import PinnedRoot
+from ..workspace.shell import default_env
 from ._client_model import ClientModel
+from ._mcp import McpServers, to_configs, tools_changed
 from ._outputs import DEFAULT_MAX_TOOL_OUTPUT_BYTES, OutputCap
 from ._peer import Peer, PeerRequestError
 from ._transcripts import META, PROMPT_SUMMARY_MAX, Transcript, TranscriptStore, valid_run_id
@@ -113,6 +116,8 @@ class Run:
     on_llm_delta: Callable[[int, str], None] | None = None
     pinned: PinnedRoot | None = None
     """The sandbox root as pinned at run/start: every tool call checks it still is."""
+    mcp: McpServers | None = None
+    """The run's own MCP servers (``run/start.mcpServers``), stopped when it ends."""
 
     record_texts: dict[int, str] = attrs.field(factory=dict)
     """Each record's JSON text as sent in its ``run/toolCall``, by ``id(record)``: the
@@ -340,6 +345,8 @@ class DaemonConfig:
     default_max_iterations: int = 25
     custom_profiles: dict[str, Any] = attrs.field(factory=dict)
     max_tool_output_bytes: int = DEFAULT_MAX_TOOL_OUTPUT_BYTES
+    shell_env: list[str] = attrs.field(factory=list)
+    """``initializationOptions.shellEnv``: also passed to MCP servers' environment."""
 
 
 @attrs.define
@@ -349,6 +356,7 @@ class _Prepared:
     context: ToolActorContext
     history: list[Message] | None
     limit: int
+    mcp_servers: list[McpServerConfig] = attrs.field(factory=list)
 
 
 class RunManager:
@@ -376,6 +384,38 @@ class RunManager:
         self._models: dict[str, LLMCaller] = {}
         self._messages: dict[str, list[Message]] = {}
         self._starting: set[str] = set()
+        self.mcp = self._mcp_servers("daemon", self.registry)
+        """The daemon-wide MCP servers (``initializationOptions.mcpServers``, ``mcp/add``)."""
+
+    def _mcp_servers(self, scope: Literal["daemon", "run"], layer: ToolRegistry) -> McpServers:
+        def root() -> str | None:
+            roots = self.roots()
+            return roots[0] if roots else None
+
+        return McpServers(
+            scope, layer, lambda: self.config.state_dir / "mcp",
+            lambda: default_env(root() or str(Path.home()), self.config.shell_env), root,
+            tools_changed(self.peer),
+        )  # fmt: skip
+
+    # -- MCP servers -------------------------------------------------------------------
+
+    def mcp_add(self, params: wire.McpAddParams) -> wire.McpAddResult:
+        configs = to_configs(params.servers, "params.servers", taken=self.mcp.servers)
+        return wire.McpAddResult(self.mcp.start(configs))
+
+    async def mcp_remove(self, params: wire.McpRemoveParams) -> wire.McpRemoveResult:
+        return wire.McpRemoveResult(await self.mcp.remove(params.names))
+
+    def mcp_list(self, params: wire.McpServersParams) -> wire.McpServersResult:
+        statuses = self.mcp.statuses()
+        if params.run_id is not None:
+            run = self.active.get(params.run_id)
+            if run is None:
+                raise RunNotFoundError(f"unknown or finished run {params.run_id!r}")
+            if run.mcp is not None:
+                statuses += run.mcp.statuses()
+        return wire.McpServersResult(statuses)
 
     # -- tools -----------------------------------------------------------------------
 
@@ -422,7 +462,11 @@ class RunManager:
 
     def _listed(self, spec: ToolSpec) -> wire.ListedTool:
         a = spec.annotations
-        source = "builtin" if spec.name.startswith("builtin/") else "client"
+        source = (
+            "builtin" if spec.name.startswith("builtin/")
+            else "mcp" if spec.name.startswith("mcp:")
+            else "client"
+        )  # fmt: skip
         timeout_ms = int(spec.timeout_s * 1000) if spec.timeout_s is not None else None
         return wire.ListedTool(
             spec.name, spec.description, dict(spec.input_schema), source,  # type: ignore[arg-type]
@@ -545,7 +589,8 @@ class RunManager:
     async def _prepare(
         self, params: wire.RunParams, run_id: str, sandbox_root: str, limit: int
     ) -> _Prepared:
-        history = self._history(params.continue_from)
+        # From a transcript, maybe megabytes of JSON: read off the event loop.
+        history = await asyncio.to_thread(self._history, params.continue_from)
         spec = resolve_model_spec(params.model, self.config.model)
         if spec.provider == "client" and not self.config.client_llm:
             raise CapabilityError(
@@ -553,8 +598,10 @@ class RunManager:
                 "capabilities.experimental.cleveragents.llm: true in initialize"
             )
         profile = params.automation_profile or self.config.automation_profile
+        mcp_servers = to_configs(params.mcp_servers or [], "params.mcpServers")
         if params.tools is not None:
-            unknown = [n for n in params.tools if n not in self.registry]
+            # MCP tools may not be listed yet: their server may still be starting.
+            unknown = [n for n in params.tools if n not in self.registry and not _reserved(n)]
             if unknown:
                 raise ToolNotFoundError(f"params.tools names unknown tool {unknown[0]!r}")
         policy = self.policy_factory(run_id, profile) if self.policy_factory else None
@@ -591,7 +638,7 @@ class RunManager:
             {"runId": run_id, "prompt": params.prompt, "startedAt": run.started_at,
              "model": spec.describe(), "continueFrom": params.continue_from},
         )  # fmt: skip
-        return _Prepared(run, runtime, context, history, limit)
+        return _Prepared(run, runtime, context, history, limit, mcp_servers)
 
     def _model(self, spec: ModelSpec) -> LLMCaller:
         """Scripted models are built per run (a script file may change between runs);
@@ -631,7 +678,6 @@ class RunManager:
             return messages
         if continue_from in self.active:
             raise RunStateError(f"cannot continue from run {continue_from!r}: it is still running")
-        # A few file reads, once per run/start: small next to the run's first model call.
         return self.store.conversation(continue_from)
 
     # -- driving a run ---------------------------------------------------------------
@@ -643,6 +689,7 @@ class RunManager:
         token = _current_run_id.set(run.run_id)
         run.started = time.perf_counter()
         try:
+            await self._mcp_ready(run, prepared.mcp_servers)
             run.emit(
                 m.RUN_STARTED,
                 wire.RunStartedNotification(
@@ -658,6 +705,8 @@ class RunManager:
                 outcome = await self._drive(run, prepared)
         finally:
             _current_run_id.reset(token)
+            if run.mcp is not None:
+                await run.mcp.close()
         outcome.duration_ms = (time.perf_counter() - run.started) * 1000.0
         failure = run.transcript.failure_message()
         if failure is not None:
@@ -665,6 +714,17 @@ class RunManager:
             outcome.error = wire.RunError(StateDirError.code, failure)
         await self._finish(run, outcome)
         return outcome
+
+    async def _mcp_ready(self, run: Run, own: list[McpServerConfig]) -> None:
+        """Before the first iteration: the daemon-wide servers still starting, and the run's
+        own, are waited for (each at most its startup timeout), so the model sees their
+        tools from the start and ``run/started.tools`` lists them."""
+        if own:
+            run.mcp = self._mcp_servers("run", run.registry)
+            run.mcp.start(own)
+        await asyncio.gather(
+            self.mcp.wait_ready(), run.mcp.wait_ready() if run.mcp is not None else _nothing()
+        )
 
     async def _drive(self, run: Run, prepared: _Prepared) -> wire.RunResult:
         context = prepared.context
@@ -781,6 +841,10 @@ class RunManager:
             run.cancel.cancel(reason)
         if tasks:
             await asyncio.wait(tasks, timeout=timeout)
+
+
+async def _nothing() -> None:
+    return None
 
 
 def _check_text(text: str, field: str) -> None:

@@ -46,6 +46,7 @@ from ._dispatch import (
     RequestHandler,
     RpcError,
 )
+from ._mcp import to_configs
 from ._outputs import MAX_TOOL_OUTPUT_BYTES
 from ._peer import CurrentPeer
 from ._permissions import make_policy_factory
@@ -64,6 +65,9 @@ ROUTES: dict[str, str] = {
     m.RUN_CANCEL: "cancel",
     m.RUN_LIST: "list",
     m.RUN_GET: "get",
+    m.MCP_ADD: "mcp_add",
+    m.MCP_REMOVE: "mcp_remove",
+    m.MCP_SERVERS: "mcp_list",
 }
 """Each client->daemon request of the method table -> the ``RunManager`` method serving it."""
 
@@ -220,6 +224,10 @@ class CleverAgentsServer:
             _check_path(params.root_path, "rootPath")
         for index, folder in enumerate(params.workspace_folders or []):
             _check_path(to_fs_path(folder.uri) or "", f"workspaceFolders[{index}].uri")
+        try:
+            mcp_servers = to_configs(options.mcp_servers or [], "initializationOptions.mcpServers")
+        except (ParamsError, CleverAgentsError) as exc:
+            raise to_rpc_error(exc) from None
         # Nothing is applied before everything is checked: a refused initialize changes nothing.
         if custom is not None:
             config.custom_profiles = custom
@@ -232,8 +240,10 @@ class CleverAgentsServer:
             self.manager.store = TranscriptStore(config.state_dir)
         if options.max_tool_output_bytes is not None:
             config.max_tool_output_bytes = options.max_tool_output_bytes
-        if options.shell_env is not None and self.on_shell_env is not None:
-            self.on_shell_env(list(options.shell_env))
+        if options.shell_env is not None:
+            config.shell_env = list(options.shell_env)
+            if self.on_shell_env is not None:
+                self.on_shell_env(list(options.shell_env))
         config.client_permissions = client.permissions is True
         config.client_llm = client.llm is True
         root_uri = params.root_uri
@@ -241,11 +251,17 @@ class CleverAgentsServer:
             root_uri = from_fs_path(params.root_path)
         self.workspace = Workspace(root_uri, workspace_folders=params.workspace_folders or [])
         self.manager.roots = self.sandbox_roots
+        self.manager.mcp.start(mcp_servers)  # in the background; runs wait for them
 
     async def shutdown(self) -> None:
         # End the runs first, so each run/start is answered with its result before the
         # shutdown reply.
         await self.manager.cancel_all(timeout=2.0)
+        await self.manager.mcp.close()
+
+    async def close(self) -> None:
+        """The client is gone: stop what the daemon started for it (its MCP servers)."""
+        await self.manager.mcp.close()
 
     def daemon_capabilities(self) -> wire.DaemonCapabilities:
         return wire.DaemonCapabilities(

@@ -121,6 +121,7 @@ async def _serve_connection(
         reading.cancel()
         if server.client is dispatcher:
             await server.manager.cancel_all(timeout=5.0, reason=reason)
+            await server.close()
         await dispatcher.close()
         await sink.flush()
     if reason in EXIT_CODES:

@@ -22,6 +22,9 @@ RUN_START = "run/start"
 RUN_CANCEL = "run/cancel"
 RUN_LIST = "run/list"
 RUN_GET = "run/get"
+MCP_ADD = "mcp/add"
+MCP_REMOVE = "mcp/remove"
+MCP_SERVERS = "mcp/servers"
 # daemon -> client notifications
 RUN_STARTED = "run/started"
 RUN_MESSAGE_DELTA = "run/messageDelta"
@@ -29,6 +32,7 @@ RUN_TOOL_CALL_STARTED = "run/toolCallStarted"
 RUN_TOOL_CALL = "run/toolCall"
 RUN_ITERATION = "run/iteration"
 RUN_FINISHED = "run/finished"
+TOOLS_CHANGED = "tools/changed"
 # daemon -> client requests
 TOOLS_CALL = "tools/call"
 PERMISSION_REQUEST = "permission/request"
@@ -65,6 +69,12 @@ METHODS: tuple[Method, ...] = (
            "Active and persisted runs."),
     Method(RUN_GET, "request", "client->daemon", t.RunIdParams, t.RunResult,
            "A run's result, from memory or from its transcript."),
+    Method(MCP_ADD, "request", "client->daemon", t.McpAddParams, t.McpAddResult,
+           "Mount MCP servers daemon-wide; each starts in the background."),
+    Method(MCP_REMOVE, "request", "client->daemon", t.McpRemoveParams, t.McpRemoveResult,
+           "Stop and unmount daemon-wide MCP servers."),
+    Method(MCP_SERVERS, "request", "client->daemon", t.McpServersParams, t.McpServersResult,
+           "The MCP servers and how each is doing (with runId: that run's own too)."),
     Method(RUN_STARTED, "notification", "daemon->client", t.RunStartedNotification, None,
            "The run began."),
     Method(RUN_MESSAGE_DELTA, "notification", "daemon->client", t.MessageDeltaNotification,
@@ -77,6 +87,8 @@ METHODS: tuple[Method, ...] = (
            "An iteration ended, its tools included."),
     Method(RUN_FINISHED, "notification", "daemon->client", t.RunFinishedNotification, None,
            "The run ended; nothing more is sent for it."),
+    Method(TOOLS_CHANGED, "notification", "daemon->client", t.ToolsChangedNotification,
+           None, "A tool source's tools changed: refresh tools/list."),
     Method(TOOLS_CALL, "request", "daemon->client", t.ToolsCallParams, t.ToolsCallResult,
            "Run a client-registered tool."),
     Method(PERMISSION_REQUEST, "request", "daemon->client", t.PermissionRequestParams,

@@ -20,6 +20,9 @@ OPTIONAL = {"optional": True}
 RunStatus = Literal["completed", "limit", "cancelled", "failed"]
 ToolSource = Literal["builtin", "client", "mcp"]
 PermissionOutcome = Literal["allow_once", "allow_always", "reject_once", "reject_always"]
+McpProtocol = Literal["2025-11-25", "2026-07-28"]
+McpTrust = Literal["read", "write", "execute"]
+McpStatus = Literal["starting", "ready", "failed", "stopped"]
 
 # ToolCallRecord is the core's own type, reused on the wire (design §2).
 ToolCallRecord = ToolCallRecord
@@ -131,6 +134,40 @@ class CustomProfile:
 
 
 @attrs.define
+class McpServerEntry:
+    """An MCP server mounted as a tool source: stdio (``command``) or streamable HTTP
+    (``url``), exactly one of the two. Its tools appear as ``mcp:NAME/TOOL``."""
+
+    __wire_strict__ = True  # a misspelt key is an error, not a silently ignored setting
+
+    name: str
+    """``^[A-Za-z0-9_-]{1,64}$``, unique in its scope (the daemon, or the run)."""
+    command: str | None = opt()
+    """stdio: the program to start (not confined: it is code the client chose to run)."""
+    args: list[str] | None = opt()
+    env: dict[str, str] | None = opt()
+    """stdio: added to the shell's allow-listed environment (never the daemon's own)."""
+    cwd: str | None = opt()
+    """stdio: the working directory; default the sandbox root."""
+    url: str | None = opt()
+    """streamable HTTP: the server's endpoint (http or https)."""
+    headers: dict[str, str] | None = opt()
+    timeout_ms: int | None = opt()
+    """Per call; default 120,000. Progress does not extend it."""
+    startup_timeout_ms: int | None = opt()
+    """How long a run waits for the server to be ready; default 10,000."""
+    include: list[str] | None = opt()
+    """Tool names or globs to mount (default all)."""
+    exclude: list[str] | None = opt()
+    """Tool names or globs to leave out."""
+    protocol: McpProtocol | None = opt()
+    """Force a protocol version instead of detecting it."""
+    trust: McpTrust | None = opt()
+    """The kind every tool of the server counts as for the automation profile; default:
+    ``readOnlyHint: true`` is a read, anything else a write."""
+
+
+@attrs.define
 class InitializationOptions:
     """``initialize`` → ``initializationOptions``: defaults for every run."""
 
@@ -146,6 +183,8 @@ class InitializationOptions:
     beyond its fixed allow-list."""
     token: str | None = opt()
     """The ``--tcp`` access token; required on TCP, ignored on stdio."""
+    mcp_servers: list[McpServerEntry] | None = opt()
+    """MCP servers for every run, started in the background at ``initialize``."""
 
 
 @attrs.define
@@ -219,6 +258,8 @@ class RunParams:
     project_resources: dict[str, Any] | None = opt()
     continue_from: str | None = opt()
     work_done_token: str | int | None = opt()
+    mcp_servers: list[McpServerEntry] | None = opt()
+    """MCP servers for this run only: started before its first iteration, stopped at its end."""
 
 
 @attrs.define
@@ -241,6 +282,54 @@ class EmptyResult:
 @attrs.define
 class RunListResult:
     runs: list[RunSummary]
+
+
+@attrs.define
+class McpAddParams:
+    servers: list[McpServerEntry]
+
+
+@attrs.define
+class McpAddResult:
+    """The names added; each server then starts in the background (see ``mcp/servers``)."""
+
+    added: list[str]
+
+
+@attrs.define
+class McpRemoveParams:
+    names: list[str]
+
+
+@attrs.define
+class McpRemoveResult:
+    removed: list[str]
+
+
+@attrs.define
+class McpServersParams:
+    run_id: str | None = opt()
+    """Also list that run's own servers."""
+
+
+@attrs.define
+class McpServerStatus:
+    """One MCP server: where it is configured, how it is reached, and how it is doing."""
+
+    name: str
+    scope: Literal["daemon", "run"]
+    transport: Literal["stdio", "http"]
+    status: McpStatus
+    tool_count: int
+    protocol_version: str | None = opt()
+    error: str | None = opt()
+    stderr_tail: str | None = opt()
+    """The last 20 lines (at most 4 KiB) of a stdio server's stderr."""
+
+
+@attrs.define
+class McpServersResult:
+    servers: list[McpServerStatus]
 
 
 # -- daemon -> client notifications ------------------------------------------------------
@@ -289,6 +378,15 @@ class IterationNotification:
     tool_call_count: int
     duration_ms: float
     usage: UsageWire | None = opt()
+
+
+@attrs.define
+class ToolsChangedNotification:
+    """The tools a source offers changed (an MCP server became ready, changed its list,
+    failed or was removed): refresh any view of ``tools/list``."""
+
+    source: ToolSource
+    server: str | None = opt()
 
 
 @attrs.define

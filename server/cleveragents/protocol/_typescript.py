@@ -231,6 +231,10 @@ def render_typescript() -> str:
     out.append(_union_type("DaemonNotificationMethod",
                            "Notifications the daemon sends to the client.",
                            of("notification", "daemon->client")))  # fmt: skip
+    out.append(_union_type(
+        "RunNotificationMethod", "The notifications of one run: each carries runId and seq.",
+        [m.name for m in METHODS if m.kind == "notification" and m.direction == "daemon->client"
+         and {"run_id", "seq"} <= {f.name for f in attrs.fields(m.params)}]))  # fmt: skip
 
     requests = [m for m in METHODS if m.kind == "request"]
     notifications = [m for m in METHODS if m.kind == "notification"]
