@@ -131,7 +131,8 @@ class McpServers:
         name = server.config.name
         if self.servers.get(name) is not server:
             return  # removed meanwhile
-        specs = server.tool_specs() if server.status == "ready" else []
+        # Kept while the server is down: a call is what restarts it.
+        specs = server.tool_specs()
         old = set(self._tools.get(name, ()))
         new = {spec.name for spec in specs}
         for gone in old - new:
