@@ -156,3 +156,22 @@ async def test_a_name_already_configured_is_refused(session: Session) -> None:
         await session.request(m.MCP_ADD, {"servers": [stdio("twice")]})
     assert caught.value.code == -32602
     assert "already configured" in str(caught.value.message)
+
+
+async def test_a_list_change_reaches_the_next_iteration_and_the_editor(session: Session) -> None:
+    await session.request(m.MCP_ADD, {"servers": [stdio("grow", trust="read")]})
+    await _ready(session, "grow")
+    before = sum(1 for method, _ in session.events if method == m.TOOLS_CHANGED)
+    add_tool = {"name": "mcp:grow/add_tool", "arguments": {"name": "fresh"}}
+    model = script({"toolCalls": [add_tool]},
+                   {"toolCalls": [call("mcp:grow/fresh")]},
+                   {"content": "done"})  # fmt: skip
+    result = await session.request(m.RUN_START, {"prompt": "go", "model": model})
+    added, fresh = result["toolCallHistory"]
+    assert added["success"] is True
+    assert fresh["success"] is True, fresh["error"]
+    assert "I am fresh" in json.dumps(fresh["output"])
+    changes = [p for method, p in session.events if method == m.TOOLS_CHANGED][before:]
+    assert {"source": "mcp", "server": "grow"} in changes
+    names = [t["name"] for t in (await session.request(m.TOOLS_LIST, {}))["tools"]]
+    assert "mcp:grow/fresh" in names

@@ -107,21 +107,23 @@ async def _serve(params: ConnectParams, events: ConnectionEvents, ends: _Ends) -
         changes_in, changes_out = anyio.create_memory_object_stream[None](1)
         stack.callback(changes_in.close)
         stack.callback(changes_out.close)
+        refresh = _Refresh(changes_in)
         session = await stack.enter_async_context(
             _Session(
                 read,
                 write,
-                message_handler=_message_handler(params.config.name, changes_in),
+                message_handler=_message_handler(params.config.name, refresh),
                 client_info=CLIENT_INFO,
             )
         )
         era, tools = await _start(session, params, ends)
         ends.connected = True
-        events.connected(_Link(session, ends), session.protocol_version or "unknown", era, tools)
+        link = _Link(session, ends, refresh)
+        events.connected(link, session.protocol_version or "unknown", era, tools)
         async with anyio.create_task_group() as tasks:
-            tasks.start_soon(_refresh_on_change, session, params, events, changes_out)
+            tasks.start_soon(_refresh_on_change, session, params, events, changes_out, refresh)
             if era == "modern" and _announces_list_changes(session):
-                tasks.start_soon(_listen_for_changes, session, params.config.name, changes_in)
+                tasks.start_soon(_listen_for_changes, session, params.config.name, refresh)
             await ends.closed.wait()
             tasks.cancel_scope.cancel()
 
@@ -265,23 +267,54 @@ async def _list_tools(session: ClientSession) -> list[WireTool]:
     return tools
 
 
-def _message_handler(name: str, changes: MemoryObjectSendStream[None]) -> MessageHandlerFnT:
+class _Refresh:
+    """Tool-list changes announced and not yet listed again.
+
+    A call during which the server announced a change returns only once the new list is
+    in (at most ``REFRESH_WAIT_S``), so the run's next iteration sees it: servers
+    announce a change as it happens, before the answer of the call that made it."""
+
+    def __init__(self, changes: MemoryObjectSendStream[None]) -> None:
+        self._changes = changes
+        self.pending = False
+        self.listing = False
+        self._done = anyio.Event()
+
+    def request(self) -> None:
+        self.pending = True
+        try:
+            self._changes.send_nowait(None)
+        except anyio.WouldBlock:  # a refresh is already pending: they coalesce
+            pass
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+            self.pending = False
+
+    def begin(self) -> None:
+        self.pending, self.listing = False, True
+
+    def end(self) -> None:
+        self.listing = False
+        if not self.pending:
+            self._done.set()
+            self._done = anyio.Event()
+
+    async def settled(self) -> None:
+        with anyio.move_on_after(REFRESH_WAIT_S):
+            while self.pending or self.listing:
+                await self._done.wait()
+
+
+REFRESH_WAIT_S = 10.0
+
+
+def _message_handler(name: str, refresh: _Refresh) -> MessageHandlerFnT:
     async def handle(message: IncomingMessage) -> None:
         if isinstance(message, types.ToolListChangedNotification):
-            _request_refresh(changes)
+            refresh.request()
         elif isinstance(message, Exception):
             logger.warning("MCP server %s: transport error: %s", name, _describe(message))
 
     return handle
-
-
-def _request_refresh(changes: MemoryObjectSendStream[None]) -> None:
-    try:
-        changes.send_nowait(None)
-    except anyio.WouldBlock:  # a refresh is already pending: they coalesce
-        pass
-    except (anyio.ClosedResourceError, anyio.BrokenResourceError):
-        pass
 
 
 def _announces_list_changes(session: ClientSession) -> bool:
@@ -289,14 +322,12 @@ def _announces_list_changes(session: ClientSession) -> bool:
     return bool(capabilities and capabilities.tools and capabilities.tools.list_changed)
 
 
-async def _listen_for_changes(
-    session: ClientSession, name: str, changes: MemoryObjectSendStream[None]
-) -> None:
+async def _listen_for_changes(session: ClientSession, name: str, refresh: _Refresh) -> None:
     """2026-07-28: tool-list changes come on a ``subscriptions/listen`` stream."""
     try:
         async with listen(session, tools_list_changed=True) as subscription:
             async for _event in subscription:
-                _request_refresh(changes)
+                refresh.request()
     except (MCPError, SubscriptionLost, ListenNotSupportedError, TimeoutError) as exc:
         logger.info(
             "MCP server %s: no tool-list changes: subscriptions/listen ended (%s)", name, exc
@@ -308,9 +339,11 @@ async def _refresh_on_change(
     params: ConnectParams,
     events: ConnectionEvents,
     changes: MemoryObjectReceiveStream[None],
+    refresh: _Refresh,
 ) -> None:
     name = params.config.name
     async for _ in changes:
+        refresh.begin()
         try:
             with anyio.fail_after(params.config.timeout_s):
                 tools = await _list_tools(session)
@@ -318,16 +351,19 @@ async def _refresh_on_change(
             logger.warning(
                 "MCP server %s: listing tools after a change failed: %s", name, _describe(exc)
             )
-            continue
-        events.tools_listed(tools)
+        else:
+            events.tools_listed(tools)
+        finally:
+            refresh.end()
 
 
 class _Link:
     """Calls over a live session (see ``_link.Link``)."""
 
-    def __init__(self, session: ClientSession, ends: _Ends) -> None:
+    def __init__(self, session: ClientSession, ends: _Ends, refresh: _Refresh) -> None:
         self._session = session
         self._ends = ends
+        self._refresh = refresh
 
     async def call(self, tool: str, arguments: dict[str, Any]) -> RawResult:
         if self._ends.closed.is_set():
@@ -351,6 +387,7 @@ class _Link:
             raise McpToolError("the server's answer is not a valid tools/call result") from None
         except RuntimeError as exc:  # an input_required or extension answer we cannot use
             raise McpToolError(f"the server's answer could not be used: {exc}") from None
+        await self._refresh.settled()  # a change the call announced is listed first
         return RawResult(
             result.structured_content,
             [
