@@ -92,3 +92,22 @@ async def test_a_reply_reusing_a_pending_request_id_is_dropped_and_the_daemon_go
     answers = [m for m in daemon.messages[since:] if "method" not in m and m.get("id") == 1]
     assert [json.dumps(m["id"]) for m in answers] == ["1"]  # one answer, the real one
     assert answers[0]["result"]["status"] == "cancelled"
+
+
+async def test_frames_that_mention_exit_are_requests_like_any_other(daemon: RawDaemon) -> None:
+    # The read loop once peeked for the bytes "exit" and stalled on them; only the
+    # dispatcher decides what exit is: a notification whose method is "exit".
+    daemon.send({"jsonrpc": "2.0", "id": "e1", "method": "tools/list",
+                 "params": {"note": "exit"}})  # fmt: skip
+    daemon.send({"jsonrpc": "2.0", "id": "e2", "method": "run/start", "params": {
+        "prompt": "exit", "runId": "exit", "model": DONE}})  # fmt: skip
+    replies: dict[Any, dict[str, Any]] = {}
+    while len(replies) < 2:
+        message = await daemon.next()
+        if "method" not in message:
+            replies[message["id"]] = message
+    assert "result" in replies["e1"], replies
+    assert replies["e2"]["result"]["status"] == "completed"
+    got = await daemon.call("exit", "run/get", {"runId": "exit"})  # an id that reads "exit"
+    assert got["result"]["runId"] == "exit"
+    assert daemon.process.returncode is None  # still serving
