@@ -86,6 +86,7 @@ async def test_a_server_that_fails_to_start_is_reported_and_the_daemon_serves_on
     assert status["status"] == "failed"
     assert status["error"]
     assert "cannot start: no config" in status["stderrTail"]
+    await _ready(session, "broken")  # tools/changed told the editor it settled, failed
 
 
 async def test_a_crash_mid_call_fails_that_record_and_the_next_call_restarts_it(

@@ -124,10 +124,13 @@ class McpServers:
 
     async def _when_ready(self, server: McpServer) -> None:
         await server.wait_ready()
-        self._changed(server)
+        self._changed(server, settled=True)
 
-    def _changed(self, server: McpServer) -> None:
-        """(Re)register a server's tools: the names it no longer has go, new ones come."""
+    def _changed(self, server: McpServer, settled: bool = False) -> None:
+        """(Re)register a server's tools: the names it no longer has go, new ones come.
+
+        ``tools/changed`` goes out when they did, and once when the server first settles
+        (ready or failed), so an editor learns of a failure without polling."""
         name = server.config.name
         if self.servers.get(name) is not server:
             return  # removed meanwhile
@@ -141,7 +144,7 @@ class McpServers:
         for spec in specs:
             self.layer.register(spec, replace=True)
         self._tools[name] = sorted(new)
-        if old != new and self._on_changed is not None:
+        if (settled or old != new) and self._on_changed is not None:
             self._on_changed(name)
 
     async def wait_ready(self) -> None:
