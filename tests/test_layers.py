@@ -20,6 +20,7 @@ ALLOWED: dict[str, set[str]] = {
     "mcp": {"tool"},
     "daemon": {"tool", "workspace", "llm", "protocol", "mcp"},
     "client": {"tool", "protocol"},
+    "acp": {"tool", "workspace", "llm", "protocol", "daemon", "mcp"},
 }
 FORBIDDEN_IN_CORE = ("pygls", "lsprotocol", "openai", "anthropic", "httpx", "cattrs")
 

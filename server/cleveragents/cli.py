@@ -147,6 +147,10 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--model", help="default model spec, e.g. scripted:turns.json")
     serve.add_argument("--profile", help="default automation profile (default: supervised)")
     serve.add_argument("--log-level", default="WARNING", help="stderr log level")
+    serve.add_argument(
+        "--protocol", choices=("lsp", "acp"), default="lsp",
+        help="lsp: our protocol, LSP-framed (default); acp: the Agent Client Protocol",
+    )  # fmt: skip
     return parser
 
 
@@ -164,6 +168,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         from .daemon import configure_logging, serve
 
         configure_logging(args.log_level.upper())
+        if args.protocol == "acp":
+            if args.tcp is not None:
+                print("cleveragents serve: --protocol acp speaks on stdio only", file=sys.stderr)
+                return EXIT_USAGE
+            from . import acp
+
+            acp_code: int = acp.serve(args.state_dir, args.model, args.profile)
+            return acp_code
         code: int = serve(
             args.state_dir, args.tcp, args.model, args.profile, token_file=args.token_file
         )

@@ -163,10 +163,19 @@ class Dispatcher:
     """JSON-RPC for one connection, and the daemon's ``Peer`` on it."""
 
     def __init__(
-        self, handlers: Handlers, sink: FrameSink, *, token_required: bool = False
+        self,
+        handlers: Handlers,
+        sink: FrameSink,
+        *,
+        token_required: bool = False,
+        frame: Callable[[str], bytes] = encode_frame,
+        max_frame: int = MAX_BODY,
     ) -> None:
         self._handlers = handlers
         self._sink = sink
+        self._frame = frame
+        """JSON text -> the bytes of one message (LSP framing; another face passes its own)."""
+        self._max_frame = max_frame
         self.token_required = token_required
         self.state = "new"  # -> "ready" -> "shutdown"
         self.rejected = False
@@ -322,7 +331,7 @@ class Dispatcher:
             return
         try:
             if isinstance(result, RawJson):  # encoded already: spliced in, not re-encoded
-                text = f'{{"jsonrpc":"2.0","id":{dumps(msg_id)},"result":{result}}}'
+                text = f'{{"jsonrpc":"2.0","id":{dumps(msg_id)},"result":{result.text}}}'
             else:
                 text = dumps({"jsonrpc": "2.0", "id": msg_id, "result": result})
         except (TypeError, ValueError):
@@ -435,9 +444,10 @@ class Dispatcher:
 
     def _write_text(self, text: str, reply_to: str | int | None = None) -> bool:
         """Frame and send ``text``; False (logged, nothing sent) when it is over the limit."""
-        data = encode_frame(text)
-        if len(data) > MAX_BODY:
-            logger.error("not sending a %d-byte frame: over the %d-byte limit", len(data), MAX_BODY)
+        data = self._frame(text)
+        if len(data) > self._max_frame:
+            limit = self._max_frame
+            logger.error("not sending a %d-byte frame: over the %d-byte limit", len(data), limit)
             if reply_to is not None:
                 text = f"internal error: the reply would be {len(data)} bytes, over the limit"
                 self._reply_error(reply_to, INTERNAL_ERROR, text)
@@ -450,7 +460,7 @@ class Dispatcher:
 
     def _reply_error(self, msg_id: str | int | None, code: int, message: str) -> None:
         error = {"jsonrpc": "2.0", "id": msg_id, "error": {"code": code, "message": message}}
-        self._sink.write(encode_frame(dumps(error)))
+        self._sink.write(self._frame(dumps(error)))
 
     # Peer (see _peer.py): what the run manager sends through the connection.
 
@@ -467,7 +477,9 @@ class Dispatcher:
         message = {"jsonrpc": "2.0", "id": msg_id, "method": method, "params": params}
         if not self._write_text(dumps(message)):  # never sent: fail now, not at a timeout
             self._outgoing.pop(msg_id, None)
-            text = f"{method} was not sent: its params are over the {MAX_BODY}-byte frame limit"
+            text = (
+                f"{method} was not sent: its params are over the {self._max_frame}-byte frame limit"
+            )
             future.set_exception(PeerRequestError(INTERNAL_ERROR, text))
         return msg_id, future
 

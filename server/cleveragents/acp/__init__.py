@@ -1,0 +1,65 @@
+"""The Agent Client Protocol face of the daemon: ``cleveragents serve --protocol acp``.
+
+ACP v1 on stdio (newline-delimited JSON-RPC) over the daemon's own runtime: each session
+is a daemon ``RunManager`` (the same built-in tools, sandbox pinning, automation
+profiles, models, MCP servers, output cap and transcripts), and each ``session/prompt``
+one run of it. The JSON-RPC guard is the daemon's dispatcher, on lines instead of
+``Content-Length`` frames.
+
+* ``_rpc``: lines, the dispatcher subclass, ``$/cancel_request``;
+* ``_transport``: stdio and the endings;
+* ``_agent``: the method table, sessions, settings, prompts;
+* ``_session``: one session, its run events turned into ``session/update``, permissions;
+* ``_mapping``: titles, kinds, locations, content, prompt blocks, stop reasons (pure);
+* ``_store``: sessions on disk (``STATE_DIR/acp``).
+
+The core knows nothing of this package; only the command line imports it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import gc
+import json
+import logging
+from pathlib import Path
+
+from ._agent import AcpAgent
+
+__all__ = ["AcpAgent", "create_agent", "serve"]
+
+
+def create_agent(
+    state_dir: Path | None = None, model: object = None, automation_profile: str | None = None
+) -> AcpAgent:
+    from ..daemon import DaemonConfig, default_state_dir
+    from ..workspace import ShellTool, builtin_tools
+
+    if isinstance(model, str) and model.lstrip().startswith("{"):
+        # ``--model '{"provider": "scripted", "script": [...]}'``: an object spec inline.
+        with contextlib.suppress(ValueError):  # not JSON: refused as a spec at the first turn
+            model = json.loads(model)
+    config = DaemonConfig(
+        state_dir=state_dir or default_state_dir(), model=model,
+        automation_profile=automation_profile,
+    )  # fmt: skip
+    return AcpAgent(config, builtin_tools(shell=ShellTool()))
+
+
+def serve(
+    state_dir: Path | None = None, model: object = None, automation_profile: str | None = None
+) -> int:
+    """Serve ACP on stdio until the client leaves; returns the process exit code."""
+    from ..workspace.shell import protect_process
+    from ._transport import serve_stdio
+
+    protect_process()
+    agent = create_agent(state_dir, model, automation_profile)
+    gc.freeze()
+    gc.enable()
+    try:
+        return asyncio.run(serve_stdio(agent))
+    except KeyboardInterrupt:
+        logging.getLogger(__name__).warning("interrupted")
+        return 130

@@ -1,0 +1,387 @@
+"""The ACP agent: ACP's methods mapped to sessions, each session a daemon ``RunManager``.
+
+It is the :class:`~cleveragents.daemon._dispatch.Handlers` of the ACP dispatcher: the
+request and notification tables, ``initialize``, and the one exception-to-wire
+boundary (the daemon's :func:`to_rpc_error`). It owns the sessions and nothing of the
+loop: runs, tools, profiles, models, MCP servers and transcripts are the daemon's.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import uuid
+from datetime import UTC, datetime
+from typing import Any
+
+from .. import __version__
+from ..daemon import DaemonConfig
+from ..daemon._dispatch import INVALID_PARAMS, RequestHandler, RpcError
+from ..daemon._mcp import to_configs
+from ..daemon._server import to_rpc_error
+from ..llm.spec import resolve_model_spec
+from ..protocol import ParamsError, wire
+from ..tool import CleverAgentsError, ToolSpec
+from ..workspace import BUILTIN_PROFILES, DEFAULT_PROFILE
+from . import _mapping as mp
+from ._rpc import AcpDispatcher
+from ._session import Session, Turn
+from ._store import SessionStore, valid_session_id
+
+logger = logging.getLogger(__name__)
+
+PROTOCOL_VERSION = 1
+RESOURCE_NOT_FOUND = -32002
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def _fail(field: str, problem: str) -> RpcError:
+    return RpcError(INVALID_PARAMS, f"{field}: {problem}")
+
+
+def _directory(value: Any, field: str) -> str:
+    if not isinstance(value, str) or not value:
+        raise _fail(field, "expected an absolute path")
+    if any(ord(c) < 32 for c in value) or not os.path.isabs(value):
+        raise _fail(field, "expected an absolute path without control characters")
+    if not os.path.isdir(value):
+        raise _fail(field, f"{value!r} is not a directory")
+    return os.path.realpath(value)
+
+
+def mcp_entries(raw: Any) -> list[wire.McpServerEntry]:
+    """ACP's ``mcpServers`` as the daemon's entries: stdio ``{name, command, args, env:
+    [{name, value}]}`` and ``{type: "http", name, url, headers: [{name, value}]}``."""
+    if raw is None:
+        return []
+    if not isinstance(raw, list):
+        raise _fail("params.mcpServers", "expected a list")
+    entries = []
+    for index, item in enumerate(raw):
+        where = f"params.mcpServers[{index}]"
+        if not isinstance(item, dict) or not isinstance(item.get("name"), str):
+            raise _fail(f"{where}.name", "expected a string")
+        kind = item.get("type", "stdio")
+        if kind == "stdio":
+            if not isinstance(item.get("command"), str):
+                raise _fail(f"{where}.command", "expected a string")
+            args = item.get("args") or []
+            if not isinstance(args, list) or not all(isinstance(a, str) for a in args):
+                raise _fail(f"{where}.args", "expected a list of strings")
+            entry = wire.McpServerEntry(
+                item["name"], command=item["command"], args=args,
+                env=_pairs(item.get("env"), f"{where}.env"),
+            )  # fmt: skip
+        elif kind == "http":
+            if not isinstance(item.get("url"), str):
+                raise _fail(f"{where}.url", "expected a string")
+            headers = _pairs(item.get("headers"), f"{where}.headers")
+            entry = wire.McpServerEntry(item["name"], url=item["url"], headers=headers)
+        else:
+            raise _fail(f"{where}.type", f"{kind!r} is not supported (stdio and http are)")
+        entries.append(entry)
+    return entries
+
+
+def _pairs(raw: Any, field: str) -> dict[str, str]:
+    if raw is None:
+        return {}
+    if not isinstance(raw, list):
+        raise _fail(field, "expected a list of {name, value}")
+    out = {}
+    for index, pair in enumerate(raw):
+        if not (
+            isinstance(pair, dict)
+            and isinstance(pair.get("name"), str)
+            and isinstance(pair.get("value"), str)
+        ):
+            raise _fail(f"{field}[{index}]", "expected {name, value} strings")
+        out[pair["name"]] = pair["value"]
+    return out
+
+
+class AcpAgent:
+    """The handlers of the ACP face (one client per process, as stdio gives)."""
+
+    def __init__(self, config: DaemonConfig, builtin_tools: list[ToolSpec]) -> None:
+        self.config = config
+        self.builtin_tools = builtin_tools
+        self.store = SessionStore(config.state_dir)
+        self.sessions: dict[str, Session] = {}
+        self.rpc: AcpDispatcher | None = None
+        self.client_capabilities: dict[str, Any] = {}
+        self.requests: dict[str, RequestHandler] = {
+            name: self._guard(handler)
+            for name, handler in {
+                "authenticate": self.authenticate,
+                "session/new": self.new_session,
+                "session/load": self.load_session,
+                "session/resume": self.resume_session,
+                "session/close": self.close_session,
+                "session/list": self.list_sessions,
+                "session/set_mode": self.set_mode,
+                "session/set_config_option": self.set_config_option,
+                "session/prompt": self.prompt,
+            }.items()
+        }
+        self.notifications: dict[str, Any] = {"session/cancel": self.cancel}
+
+    @staticmethod
+    def _guard(handler: RequestHandler) -> RequestHandler:
+        async def handle(params: Any) -> Any:
+            try:
+                return await handler(params)
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # noqa: BLE001 - the one request error boundary
+                raise to_rpc_error(exc) from None
+
+        return handle
+
+    def all_optional(self, method: str) -> bool:
+        return method in ("session/list", "authenticate")
+
+    # -- lifecycle -------------------------------------------------------------------
+
+    def initialize(self, params: dict[str, Any], peer: Any) -> Any:
+        capabilities = params.get("clientCapabilities")
+        self.client_capabilities = capabilities if isinstance(capabilities, dict) else {}
+        self.rpc = peer
+        return {
+            "protocolVersion": PROTOCOL_VERSION,
+            "agentCapabilities": {
+                "loadSession": True,
+                "promptCapabilities": {"image": False, "audio": False, "embeddedContext": True},
+                "mcpCapabilities": {"http": True, "sse": False},
+                "sessionCapabilities": {"list": {}, "resume": {}, "close": {}},
+            },
+            "authMethods": [],
+            "agentInfo": {"name": "cleveragents", "title": "CleverAgents", "version": __version__},
+        }
+
+    async def shutdown(self) -> None:
+        await self.close("shutdown")
+
+    async def close(self, reason: str) -> None:
+        """The client is gone: end every turn (answered) and stop every MCP server."""
+        sessions = list(self.sessions.values())
+        self.sessions.clear()
+        await asyncio.gather(*(s.close() for s in sessions), return_exceptions=True)
+        self.store.close()
+
+    async def authenticate(self, params: dict[str, Any]) -> Any:
+        return {}
+
+    # -- the session's settings ------------------------------------------------------
+
+    def _models(self, session: Session | None = None) -> list[tuple[str, str]]:
+        """(value, name) of each configured model: the default, and the session's own."""
+        values: list[tuple[str, str]] = []
+        try:
+            spec = resolve_model_spec(self.config.model)
+            values.append(("default", f"default ({spec.describe()})"))
+        except CleverAgentsError:
+            pass
+        return values
+
+    def _state(self, session: Session) -> dict[str, Any]:
+        meta = session.meta
+        modes = [
+            {"id": p.name, "name": p.name, "description": p.description}
+            for p in BUILTIN_PROFILES.values()
+        ]
+        models = self._models(session)
+        model_options = [{"value": v, "name": n} for v, n in models]
+        options: list[dict[str, Any]] = [{
+            "id": "mode", "name": "Mode", "category": "mode", "type": "select",
+            "currentValue": meta["mode"],
+            "options": [{"value": m["id"], "name": m["name"], "description": m["description"]}
+                        for m in modes],
+        }]  # fmt: skip
+        if model_options:
+            options.append({
+                "id": "model", "name": "Model", "category": "model", "type": "select",
+                "currentValue": meta.get("model") or model_options[0]["value"],
+                "options": model_options,
+            })  # fmt: skip
+        return {
+            "modes": {"currentModeId": meta["mode"], "availableModes": modes},
+            "configOptions": options,
+        }
+
+    def _session(self, params: dict[str, Any]) -> Session:
+        session_id = params.get("sessionId")
+        if not isinstance(session_id, str):
+            raise _fail("params.sessionId", "expected a string")
+        session = self.sessions.get(session_id)
+        if session is None:
+            raise RpcError(RESOURCE_NOT_FOUND, f"unknown session {session_id!r}")
+        return session
+
+    async def _open(self, meta: dict[str, Any], mcp_raw: Any) -> Session:
+        """Start a session: its run manager and its MCP servers (waited for)."""
+        assert self.rpc is not None
+        try:
+            configs = to_configs(mcp_entries(mcp_raw), "params.mcpServers")
+        except ParamsError as exc:
+            raise RpcError(INVALID_PARAMS, str(exc)) from None
+        session = Session(meta, self.rpc, self.config, self.builtin_tools, self.store)
+        session.client_fs = dict(self.client_capabilities.get("fs") or {})
+        if configs:
+            session.manager.mcp.start(configs)
+            await session.manager.mcp.wait_ready()
+            failed = [s for s in session.manager.mcp.statuses() if s.status == "failed"]
+            if failed:
+                texts = [f"MCP server {s.name!r} failed to start: {s.error or 'no reason given'}"
+                         for s in failed]  # fmt: skip
+                # After the answer (the client learns the session id from it).
+                asyncio.get_running_loop().call_soon(session.say, "\n".join(texts))
+        self.sessions[session.id] = session
+        return session
+
+    # -- requests --------------------------------------------------------------------
+
+    async def new_session(self, params: dict[str, Any]) -> Any:
+        cwd = _directory(params.get("cwd"), "params.cwd")
+        extra_raw = params.get("additionalDirectories") or []
+        if not isinstance(extra_raw, list):
+            raise _fail("params.additionalDirectories", "expected a list")
+        extra = [
+            _directory(d, f"params.additionalDirectories[{i}]") for i, d in enumerate(extra_raw)
+        ]
+        meta = {
+            "sessionId": uuid.uuid4().hex, "cwd": cwd, "additionalDirectories": extra,
+            "mode": self.config.automation_profile or DEFAULT_PROFILE, "model": None,
+            "mcpServers": params.get("mcpServers") or [], "title": None,
+            "updatedAt": _now(), "runs": [],
+        }  # fmt: skip
+        session = await self._open(meta, params.get("mcpServers"))
+        self.store.save(meta)
+        return {"sessionId": session.id, **self._state(session)}
+
+    async def _reopen(self, params: dict[str, Any]) -> Session:
+        session_id = params.get("sessionId")
+        if not isinstance(session_id, str) or not valid_session_id(session_id):
+            raise _fail("params.sessionId", "expected a session id")
+        if session_id in self.sessions:
+            return self.sessions[session_id]
+        meta = self.store.load(session_id)
+        if meta is None:
+            raise RpcError(RESOURCE_NOT_FOUND, f"unknown session {session_id!r}")
+        mcp_raw = params.get("mcpServers")
+        if mcp_raw is not None:
+            meta["mcpServers"] = mcp_raw
+        return await self._open(meta, meta.get("mcpServers"))
+
+    async def load_session(self, params: dict[str, Any]) -> Any:
+        session = await self._reopen(params)
+        for update in await asyncio.to_thread(self.store.updates, session.id):
+            session.send(update, log=False)
+        return self._state(session)
+
+    async def resume_session(self, params: dict[str, Any]) -> Any:
+        return self._state(await self._reopen(params))
+
+    async def close_session(self, params: dict[str, Any]) -> Any:
+        session = self._session(params)
+        self.sessions.pop(session.id, None)
+        await session.close()
+        return {}
+
+    async def list_sessions(self, params: dict[str, Any]) -> Any:
+        cwd = params.get("cwd")
+        metas = await asyncio.to_thread(self.store.all)
+        rows = [
+            {"sessionId": m["sessionId"], "cwd": m["cwd"], "title": m.get("title"),
+             "updatedAt": m.get("updatedAt")}
+            for m in metas
+            if cwd is None or m.get("cwd") == cwd
+        ]  # fmt: skip
+        rows.sort(key=lambda r: r.get("updatedAt") or "", reverse=True)
+        return {"sessions": rows}
+
+    def _set(self, session: Session, config_id: str, value: Any) -> None:
+        if config_id == "mode":
+            if value not in BUILTIN_PROFILES:
+                raise _fail("params.value", f"unknown mode {value!r}")
+            session.meta["mode"] = value
+            session.send({"sessionUpdate": "current_mode_update", "currentModeId": value},
+                         log=False)  # fmt: skip
+        elif config_id == "model":
+            if value not in {v for v, _ in self._models(session)}:
+                raise _fail("params.value", f"unknown model {value!r}")
+            session.meta["model"] = value
+        else:
+            raise _fail("params.configId", f"unknown config option {config_id!r}")
+        self.store.save(session.meta)
+        state = self._state(session)
+        session.send(
+            {"sessionUpdate": "config_option_update", "configOptions": state["configOptions"]},
+            log=False,
+        )
+
+    async def set_mode(self, params: dict[str, Any]) -> Any:
+        session = self._session(params)
+        self._set(session, "mode", params.get("modeId"))
+        return {}
+
+    async def set_config_option(self, params: dict[str, Any]) -> Any:
+        session = self._session(params)
+        config_id = params.get("configId")
+        if not isinstance(config_id, str):
+            raise _fail("params.configId", "expected a string")
+        self._set(session, config_id, params.get("value"))
+        return {"configOptions": self._state(session)["configOptions"]}
+
+    def cancel(self, params: Any) -> None:
+        session_id = params.get("sessionId") if isinstance(params, dict) else None
+        session = self.sessions.get(session_id) if isinstance(session_id, str) else None
+        if session is not None:
+            session.cancel("session/cancel")
+
+    async def prompt(self, params: dict[str, Any]) -> Any:
+        session = self._session(params)
+        if session.turn is not None and not session.turn.closed:
+            raise RpcError(-32600, "invalid request: a prompt is already running in this session")
+        blocks: Any = params.get("prompt")
+        try:
+            text = mp.prompt_text(blocks, session.roots)
+        except mp.PromptError as exc:
+            raise RpcError(INVALID_PARAMS, str(exc)) from None
+        meta = session.meta
+        runs: list[str] = meta["runs"]
+        run_params = wire.RunParams(
+            text, run_id=uuid.uuid4().hex, automation_profile=meta["mode"],
+            sandbox_root=session.roots[0], continue_from=runs[-1] if runs else None,
+        )  # fmt: skip
+        prepared = await session.manager.prepare(run_params, session.roots)
+        run = prepared.run
+        session.turn = Turn(run.run_id)
+        for block in blocks:
+            # Logged for session/load, not echoed: the client shows its own prompt.
+            self.store.append(session.id, {"sessionUpdate": "user_message_chunk", "content": block})
+        if meta.get("title") is None:
+            meta["title"] = mp.title_of(blocks)
+        task = asyncio.ensure_future(session.manager.run(prepared))
+        run.task = task
+        try:
+            result = await asyncio.shield(task)
+        except asyncio.CancelledError:  # $/cancel_request: end the run, then -32800
+            run.cancel.cancel("$/cancel_request")
+            await asyncio.wait([task], timeout=5)
+            session.close_turn("cancelled")
+            raise
+        finally:
+            meta["updatedAt"] = _now()
+            if task.done() and not task.cancelled() and task.result().status != "failed":
+                runs.append(run.run_id)
+            self.store.save(meta)
+        session.close_turn("cancelled" if result.status == "cancelled" else "interrupted")
+        if result.status == "failed":
+            error = result.error
+            raise RpcError(error.code if error else -32603, error.message if error else "failed")
+        return {"stopReason": mp.STOP_REASONS[result.status]}
