@@ -7,6 +7,7 @@ records). A probe task wakes every millisecond and records how long the loop kep
 waiting: the longest wait from the last record to the ``run/start`` reply is the stall
 every other request and run of the daemon would feel. A ``tools/list`` request is also
 sent every 5 ms from another task through the dispatcher, and its worst latency printed.
+The collector policy is installed as ``cleveragents serve`` installs it (``_collector``).
 
     python scripts/bench/run_end_stall.py [--calls N] [--iterations N]
 """
@@ -25,6 +26,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "server"))
 
 from cleveragents.daemon import create_server
+from cleveragents.daemon._collector import POLICY as COLLECTOR
 from cleveragents.daemon._dispatch import Dispatcher
 from cleveragents.tool import ToolAnnotations, ToolSpec
 
@@ -140,6 +142,7 @@ async def one_round(calls: int, iterations: int, cancel: bool) -> dict[str, Any]
 
 
 def main() -> int:
+    COLLECTOR.install()  # as ``cleveragents serve`` does
     parser = argparse.ArgumentParser()
     parser.add_argument("--calls", type=int, default=1000)
     parser.add_argument("--iterations", type=int, default=100)

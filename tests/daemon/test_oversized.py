@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from inprocess_kit import Sink, body, in_process_daemon
 
-from cleveragents.daemon import _dispatch, create_server
+from cleveragents.daemon import create_server
 from cleveragents.daemon._dispatch import Dispatcher
 from cleveragents.daemon._peer import PeerRequestError
 
@@ -35,7 +35,7 @@ async def test_a_request_to_the_client_over_the_frame_limit_fails_at_once(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     dispatcher, sink = await in_process_daemon(tmp_path)
-    monkeypatch.setattr(_dispatch, "MAX_BODY", 4096)
+    monkeypatch.setattr(dispatcher, "_max_frame", 4096)
     before = len(sink.frames)
     _msg_id, future = dispatcher.request("llm/generate", {"messages": ["x" * 5000]})
     assert future.done()  # not left pending until a timeout

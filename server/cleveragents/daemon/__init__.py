@@ -12,6 +12,7 @@ import logging
 import sys
 from pathlib import Path
 
+from ._collector import POLICY as COLLECTOR
 from ._runs import DaemonConfig, RunManager
 from ._server import CleverAgentsServer
 from ._transcripts import TranscriptStore, default_state_dir
@@ -69,6 +70,7 @@ def serve(
     server = create_server(state_dir, model, automation_profile)
     gc.freeze()  # the long-lived startup objects need never be scanned again
     gc.enable()
+    COLLECTOR.install()  # and a long run's objects are frozen as they age (see _collector)
     try:
         if tcp is not None:
             token = load_token(token_file, server.config.state_dir)

@@ -169,13 +169,14 @@ class Dispatcher:
         *,
         token_required: bool = False,
         frame: Callable[[str], bytes] = encode_frame,
-        max_frame: int = MAX_BODY,
+        max_frame: int | None = None,
     ) -> None:
         self._handlers = handlers
         self._sink = sink
         self._frame = frame
         """JSON text -> the bytes of one message (LSP framing; another face passes its own)."""
-        self._max_frame = max_frame
+        self._max_frame = MAX_BODY if max_frame is None else max_frame
+        """The largest frame written (default: the 64 MiB both sides read)."""
         self.token_required = token_required
         self.state = "new"  # -> "ready" -> "shutdown"
         self.rejected = False

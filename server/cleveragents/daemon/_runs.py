@@ -66,6 +66,7 @@ from ..tool._spec import is_async_callable
 from ..workspace import PinnedRoot
 from ..workspace.shell import default_env
 from ._client_model import ClientModel
+from ._collector import POLICY as COLLECTOR
 from ._mcp import McpServers, to_configs, tools_changed
 from ._outputs import DEFAULT_MAX_TOOL_OUTPUT_BYTES, OutputCap
 from ._peer import Peer, PeerRequestError
@@ -170,7 +171,7 @@ class Run:
             self.seq += 1
             empty = attrs.evolve(result, tool_call_history=[])
             payload = unstructure(wire.RunFinishedNotification(self.run_id, self.seq, empty))
-            params = _splice(payload, "result", text)
+            params = _splice(payload, "result", text.text)
             await asyncio.sleep(0)
             if len(params) > _INLINE_WRITE:
                 await asyncio.to_thread(self.transcript.append_raw, m.RUN_FINISHED, params)
@@ -201,9 +202,11 @@ class Run:
             )  # fmt: skip
         payload = unstructure(result)
         result.tool_call_history = history[omitted:]
-        records = "[" + ",".join(texts[omitted:]) + "]"
+        records = ",".join(texts[omitted:])
         await asyncio.sleep(0)
-        return RawJson(_splice(payload, "toolCallHistory", records))
+        text = RawJson(_splice(payload, "toolCallHistory", "[", records, "]"))
+        await asyncio.sleep(0)
+        return text
 
     def _send(self, method: str, text: str) -> None:
         self.transcript.append_raw(method, text)
@@ -224,14 +227,14 @@ _SEQ = "\x00seq-" + secrets.token_hex(16)
 _SEQ_JSON = dumps(_SEQ)
 
 
-def _splice(payload: dict[str, Any], key: str, raw: str) -> str:
-    """The JSON text of ``payload`` with ``payload[key]`` replaced by ``raw``, JSON text
-    made already. The placeholder is random per process, so no value a model or a client
-    sends can be taken for it."""
+def _splice(payload: dict[str, Any], key: str, *raw: str) -> str:
+    """The JSON text of ``payload`` with ``payload[key]`` replaced by ``raw`` (the pieces of
+    JSON text made already, joined in one copy). The placeholder is random per process,
+    so no value a model or a client sends can be taken for it."""
     payload[key] = _RAW
     head = _encode(payload)
     at = head.index(_RAW_JSON)
-    return head[:at] + raw + head[at + len(_RAW_JSON) :]
+    return "".join((head[:at], *raw, head[at + len(_RAW_JSON) :]))
 
 
 def _encode(payload: Any) -> str:
@@ -785,6 +788,8 @@ class RunManager:
                 self.peer.progress(run.work_done_token, "end", result.status, None)
             run.transcript.close()
             self.active.pop(run.run_id, None)
+            if not self.active:
+                COLLECTOR.idle()
 
     # -- other requests --------------------------------------------------------------
 

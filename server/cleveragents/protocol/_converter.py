@@ -142,10 +142,16 @@ dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=Fa
 ``NaN`` and ``Infinity`` raise ``ValueError``: they are not JSON, and no peer can read them."""
 
 
-class RawJson(str):
+class RawJson:
     """JSON text made already, sent as is where a value is expected: a run's result is
     encoded once, from its records' cached texts, for ``run/finished`` and the
-    ``run/start`` reply alike, instead of being unstructured and encoded again."""
+    ``run/start`` reply alike, instead of being unstructured and encoded again. A wrapper,
+    not a ``str`` subclass, so that megabytes of text are never copied to make one."""
+
+    __slots__ = ("text",)
+
+    def __init__(self, text: str) -> None:
+        self.text = text
 
 
 class ParamsError(ValueError):
