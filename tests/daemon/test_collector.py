@@ -87,3 +87,14 @@ async def test_the_daemon_goes_idle_only_when_its_last_run_ends(
     release.set()
     await asyncio.wait_for(running, 10)
     assert calls == [0]
+
+
+def test_a_daemon_never_idle_still_unfreezes_now_and_then(
+    policy: CollectorPolicy, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("cleveragents.daemon._collector.MAX_FREEZES", 2)
+    gc.collect()
+    gc.collect()
+    assert gc.get_freeze_count() > 0
+    gc.collect()  # the third full collection unfreezes instead of freezing
+    assert gc.get_freeze_count() == 0

@@ -10,13 +10,19 @@ so the next full collection scans only what is newer. Freezing is safe for them:
 were just found alive, and a frozen object that is dropped later is still freed by its
 reference count; only one that becomes part of a reference cycle waits. Those are
 released when the daemon is idle: once no run is active, everything is unfrozen, and the
-next full collection, over a heap the finished runs no longer fill, collects them.
+next full collection, over a heap the finished runs no longer fill, collects them. A
+daemon that is never idle (runs overlapping for hours) unfreezes every
+``MAX_FREEZES`` full collections instead, so such garbage stays bounded; that one scan
+is a full one.
 """
 
 from __future__ import annotations
 
 import gc
 from typing import Any
+
+MAX_FREEZES = 64
+"""Full collections whose survivors are frozen before everything is unfrozen again."""
 
 
 class CollectorPolicy:
@@ -25,6 +31,7 @@ class CollectorPolicy:
     def __init__(self) -> None:
         self.installed = False
         self.freezes = 0
+        self._since_unfreeze = 0
 
     def install(self) -> None:
         if not self.installed:
@@ -39,13 +46,18 @@ class CollectorPolicy:
 
     def _after_collection(self, phase: str, info: dict[str, Any]) -> None:
         if phase == "stop" and info.get("generation") == 2:
+            if self._since_unfreeze >= MAX_FREEZES:
+                self.idle()
+                return
             gc.freeze()
             self.freezes += 1
+            self._since_unfreeze += 1
 
     def idle(self) -> None:
         """No run is active: let the collector see every object again."""
         if self.installed:
             gc.unfreeze()
+            self._since_unfreeze = 0
 
 
 POLICY = CollectorPolicy()
