@@ -80,3 +80,19 @@ def test_cancelling_a_run_live_in_another_daemon_says_so(tmp_path: Path) -> None
     elsewhere.close()
     with pytest.raises(RunStateError, match="already finished"):
         manager.cancel(wire.RunIdParams("theirs"))
+
+
+def test_remembered_conversations_stay_within_a_budget_of_messages(tmp_path: Path) -> None:
+    from cleveragents.daemon._runs import REMEMBERED_MESSAGES
+    from cleveragents.tool import Message
+
+    manager = RunManager(FakePeer(), DaemonConfig(state_dir=tmp_path))
+    huge = [Message("user", "x")] * (REMEMBERED_MESSAGES // 8 + 1)
+    manager._remember("huge", huge)
+    assert "huge" not in manager._messages  # rebuilt from its transcript when continued
+    chunk = [Message("user", "y")] * (REMEMBERED_MESSAGES // 8)
+    for n in range(12):
+        manager._remember(f"r{n}", chunk)
+    assert sum(len(m) for m in manager._messages.values()) <= REMEMBERED_MESSAGES
+    assert "r11" in manager._messages  # the newest are kept, the oldest go
+    assert "r0" not in manager._messages

@@ -75,6 +75,8 @@ from ._transcripts import META, PROMPT_SUMMARY_MAX, Transcript, TranscriptStore,
 logger = logging.getLogger(__name__)
 
 DEFAULT_CLIENT_TOOL_TIMEOUT_S = 120.0
+REMEMBERED_MESSAGES = 16_000
+"""Messages of finished runs kept in memory for ``continueFrom`` (see ``_remember``)."""
 RESERVED_PREFIXES = ("builtin/", "mcp:")
 CANCELLED = -32800
 
@@ -166,6 +168,7 @@ class Run:
         written to the transcript from a thread, yielding to the event loop in between,
         so other runs and requests are served while it ends. The result is trimmed first
         if it would not fit one frame (see :func:`_fit`)."""
+        await asyncio.sleep(0)  # the loop's own ending ran in the step before this one
         text = await self._result_text(result)
         if not self.finished:
             self.seq += 1
@@ -386,6 +389,7 @@ class RunManager:
         self.active: dict[str, Run] = {}
         self._models: dict[str, LLMCaller] = {}
         self._messages: dict[str, list[Message]] = {}
+        self._remembered = 0
         self._starting: set[str] = set()
         self.mcp = self._mcp_servers("daemon", self.registry)
         """The daemon-wide MCP servers (``initializationOptions.mcpServers``, ``mcp/add``)."""
@@ -776,9 +780,15 @@ class RunManager:
         )  # fmt: skip
 
     def _remember(self, run_id: str, messages: list[Message]) -> None:
+        """Keep recent conversations for ``continueFrom``, within a budget of messages: a
+        long run's would keep hundreds of thousands of objects alive, for the collector
+        to scan again and again. Any other is rebuilt from its transcript when needed."""
+        if len(messages) > REMEMBERED_MESSAGES // 8:
+            return
         self._messages[run_id] = messages
-        while len(self._messages) > 64:  # keep memory bounded; transcripts stay on disk
-            self._messages.pop(next(iter(self._messages)))
+        self._remembered += len(messages)
+        while len(self._messages) > 64 or self._remembered > REMEMBERED_MESSAGES:
+            self._remembered -= len(self._messages.pop(next(iter(self._messages))))
 
     async def _finish(self, run: Run, result: wire.RunResult) -> None:
         try:

@@ -106,6 +106,10 @@ def _is_awaitable(value: object) -> TypeGuard[Awaitable[Any]]:
     return hasattr(value, "__await__")
 
 
+_REPORT_CHUNK = 256
+"""Cancelled records reported between two yields to the event loop."""
+
+
 class ToolCallsInterrupted(asyncio.CancelledError):
     """An iteration's calls were cancelled; ``records`` holds one record per call."""
 
@@ -350,9 +354,16 @@ class ToolRunSession:
             for task in tasks:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
-            raise ToolCallsInterrupted(
-                self._cancelled_records(calls, iteration, started, tasks, on_record)
-            ) from None
+            records = []
+            for index in range(0, len(calls), _REPORT_CHUNK):
+                # Each cancelled record is reported (a notification, a transcript line):
+                # for an iteration of thousands of calls, yield to the loop in between.
+                end = index + _REPORT_CHUNK
+                records += self._cancelled_records(
+                    calls[index:end], iteration, started, tasks[index:end], on_record, index
+                )
+                await asyncio.sleep(0)
+            raise ToolCallsInterrupted(records) from None
 
     async def _reported(
         self, index: int, call: ToolCall, iteration: int, on_record: OnRecord
@@ -368,9 +379,11 @@ class ToolRunSession:
         started: float,
         tasks: Sequence[asyncio.Future[ToolCallRecord]] | None,
         on_record: OnRecord | None,
+        first: int = 0,
     ) -> list[ToolCallRecord]:
         """Finished calls keep their (already reported) records; the rest get a
-        cancelled record, reported now."""
+        cancelled record, reported now. ``first`` is the index of ``calls[0]`` in the
+        iteration (what ``on_record`` is told)."""
         records = []
         for index, call in enumerate(calls):
             task = tasks[index] if tasks is not None else None
@@ -381,7 +394,7 @@ class ToolRunSession:
                 name = spec.name if spec is not None else None
                 record = self.failed(call, iteration, started, CANCELLED_ERROR, name)
                 if on_record is not None:
-                    on_record(index, record)
+                    on_record(first + index, record)
                 records.append(record)
         return records
 
