@@ -4,6 +4,7 @@ run; a server that fails leaves the daemon serving, and mcp/servers says what ha
 
 from __future__ import annotations
 
+import asyncio
 import json
 import sys
 from pathlib import Path
@@ -176,3 +177,19 @@ async def test_a_list_change_reaches_the_next_iteration_and_the_editor(session: 
     assert {"source": "mcp", "server": "grow"} in changes
     names = [t["name"] for t in (await session.request(m.TOOLS_LIST, {}))["tools"]]
     assert "mcp:grow/fresh" in names
+
+
+async def test_a_run_waiting_for_its_server_can_be_cancelled(session: Session) -> None:
+    silent = {"name": "silent", "command": sys.executable,
+              "args": ["-c", "import time; time.sleep(60)"], "startupTimeoutMs": 60000}  # fmt: skip
+    pending = session.start(runId="waits", model=script({"content": "never"}), mcpServers=[silent])
+    async with asyncio.timeout(10):
+        while True:  # the run exists (and waits for its server) once run/cancel finds it
+            try:
+                await session.request(m.RUN_CANCEL, {"runId": "waits"})
+                break
+            except JsonRpcException:
+                await asyncio.sleep(0.05)
+    async with asyncio.timeout(10):  # well before the server's 60 s startup timeout
+        result = await pending
+    assert result["status"] == "cancelled"

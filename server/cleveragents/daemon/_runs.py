@@ -729,9 +729,27 @@ class RunManager:
         if own:
             run.mcp = self._mcp_servers("run", run.registry)
             run.mcp.start(own)
-        await asyncio.gather(
+        waiting: asyncio.Future[Any] = asyncio.gather(
             self.mcp.wait_ready(), run.mcp.wait_ready() if run.mcp is not None else _nothing()
         )
+        # A cancel (run/cancel, a signal) stops the wait: the run then ends cancelled at once.
+        loop = asyncio.get_running_loop()
+        cancelled: asyncio.Future[Any] = loop.create_future()
+
+        def settle() -> None:
+            if not cancelled.done():
+                cancelled.set_result(None)
+
+        def on_cancel() -> None:
+            loop.call_soon_threadsafe(settle)
+
+        remove = run.cancel.add_callback(on_cancel)
+        try:
+            await asyncio.wait([waiting, cancelled], return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            remove()
+            waiting.cancel()
+            cancelled.cancel()
 
     async def _drive(self, run: Run, prepared: _Prepared) -> wire.RunResult:
         context = prepared.context
