@@ -229,8 +229,11 @@ class AcpAgent:
             configs = to_configs(mcp_entries(mcp_raw), "params.mcpServers")
         except ParamsError as exc:
             raise RpcError(INVALID_PARAMS, str(exc)) from None
-        session = Session(meta, self.rpc, self.config, self.builtin_tools, self.store)
-        session.client_fs = dict(self.client_capabilities.get("fs") or {})
+        fs = self.client_capabilities.get("fs")
+        session = Session(
+            meta, self.rpc, self.config, self.builtin_tools, self.store,
+            client_fs=fs if isinstance(fs, dict) else None,
+        )  # fmt: skip
         if configs:
             session.manager.mcp.start(configs)
             await session.manager.mcp.wait_ready()

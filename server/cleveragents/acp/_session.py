@@ -27,6 +27,7 @@ from ..protocol import methods as m
 from ..tool import CleverAgentsError, PermissionQuery, ToolPolicy, ToolSpec
 from ..workspace import ProfilePolicy, get_profile, resolve_path
 from . import _mapping as mp
+from ._editor_fs import EditorFiles
 
 if TYPE_CHECKING:
     from ._rpc import AcpDispatcher
@@ -115,6 +116,7 @@ class Session:
         config: DaemonConfig,
         builtin_tools: list[ToolSpec],
         store: SessionStore,
+        client_fs: dict[str, Any] | None = None,
     ) -> None:
         self.meta = meta
         self.id: str = meta["sessionId"]
@@ -124,9 +126,11 @@ class Session:
         self.remembered: dict[str, bool] = {}
         """Tool name -> the user's "always" answer, for the life of the session."""
         self.turn: Turn | None = None
-        self.manager = RunManager(SessionPeer(self), config, builtin_tools, self._policy)
+        self.editor = EditorFiles(rpc, self.id, client_fs or {})
+        """The client's file system, when it offered one (file tools end there)."""
+        tools = self.editor.tools(builtin_tools)
+        self.manager = RunManager(SessionPeer(self), config, tools, self._policy)
         self.manager.roots = lambda: self.roots
-        self.client_fs: dict[str, bool] = {}
 
     def _policy(self, run_id: str, profile: str | None) -> ToolPolicy:
         config = self.manager.config
@@ -189,7 +193,8 @@ class Session:
             inputs = query.inputs or {}
             found = await asyncio.to_thread(_file_text, inputs)
             if found is not None:
-                turn.old_texts[query.call_id] = found
+                known = self.editor.known(found[0]) if self.editor.writes else None
+                turn.old_texts[query.call_id] = found if known is None else (found[0], known)
         self._update(turn, query.call_id, {"status": "in_progress"}, log=False)
 
     def _update(self, turn: Turn, call_id: str, fields: dict[str, Any], *, log: bool) -> None:
@@ -206,7 +211,7 @@ class Session:
             before = turn.old_texts.pop(call_id, None)
             if before is not None:
                 path, old = before
-                new = _read(path)
+                new = self.editor.known(path) if self.editor.writes else _read(path)
                 if new is not None:
                     content = mp.diff_content(path, old, new)
             fields = {"status": "completed", "rawOutput": record.get("output"), "content": content}

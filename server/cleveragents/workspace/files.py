@@ -135,6 +135,19 @@ def _decode(data: bytes, shown: str) -> str:
 def file_read(inputs: dict[str, JSONValue], limits: WorkspaceLimits) -> dict[str, JSONValue]:
     """Read lines ``start_line..end_line`` (1-based, inclusive) of a UTF-8 text file."""
     root = sandbox_root(inputs)
+    user_path, start, end = read_args(inputs)
+    real = resolve_path(given_root(inputs), user_path)
+    shown = show(user_path)
+    fd, _info = open_regular(root, real, os.O_RDONLY, shown)
+    with os.fdopen(fd, "rb") as handle:
+        if b"\x00" in handle.read(_BINARY_SNIFF_BYTES):
+            raise WorkspaceToolError(f"file {shown} looks binary (it contains NUL bytes)")
+        handle.seek(0)
+        return read_window(handle, real, shown, start, end, limits)
+
+
+def read_args(inputs: dict[str, JSONValue]) -> tuple[str, int, int | None]:
+    """``file-read``'s path, ``start_line`` and ``end_line``, checked."""
     user_path = _user_path(inputs)
     start = inputs.get("start_line") or 1
     end = inputs.get("end_line")
@@ -142,38 +155,52 @@ def file_read(inputs: dict[str, JSONValue], limits: WorkspaceLimits) -> dict[str
         raise WorkspaceToolError("start_line and end_line must be integers")
     if end is not None and end < start:
         raise WorkspaceToolError(f"end_line {end} is before start_line {start}")
-    real = resolve_path(given_root(inputs), user_path)
-    shown = show(user_path)
-    fd, _info = open_regular(root, real, os.O_RDONLY, shown)
+    return user_path, start, end
+
+
+def read_window(
+    handle: BinaryIO,
+    real: Path,
+    shown: str,
+    start: int,
+    end: int | None,
+    limits: WorkspaceLimits,
+    *,
+    first_line: int = 1,
+    window: bool = False,
+) -> dict[str, JSONValue]:
+    """``file-read``'s output from ``handle``, whose first line is line ``first_line``
+    of the file. ``window``: ``handle`` holds only the lines an editor returned for
+    ``start..end``, so the file's length is known only when it gave fewer than asked."""
     lines: list[str] = []
     size = 0
     truncated = False
-    stopped_early = False
+    stopped_early = window and end is not None
     cut_line: int | None = None
-    line_no = 0
+    line_no = first_line - 1
     last = start - 1
-    with os.fdopen(fd, "rb") as handle:
-        if b"\x00" in handle.read(_BINARY_SNIFF_BYTES):
-            raise WorkspaceToolError(f"file {shown} looks binary (it contains NUL bytes)")
-        handle.seek(0)
-        for raw in _bounded_lines(handle, limits.max_read_bytes + 1):
-            line_no += 1
-            if line_no < start:
-                continue
-            if end is not None and line_no > end:
-                stopped_early = True
-                break
-            if size + len(raw) > limits.max_read_bytes:
-                truncated = stopped_early = True
-                if not lines:  # one line over the cap: return its start, never nothing
-                    head = raw[: limits.max_read_bytes]
-                    lines.append(_decode_line(head, shown, line_no, cut=True))
-                    cut_line = last = line_no
-                break
-            lines.append(_decode_line(raw, shown, line_no))
-            size += len(raw)
-            last = line_no
+    for raw in _bounded_lines(handle, limits.max_read_bytes + 1):
+        line_no += 1
+        if line_no < start:
+            continue
+        if end is not None and line_no > end:
+            stopped_early = True
+            break
+        if size + len(raw) > limits.max_read_bytes:
+            truncated = stopped_early = True
+            if not lines:  # one line over the cap: return its start, never nothing
+                head = raw[: limits.max_read_bytes]
+                lines.append(_decode_line(head, shown, line_no, cut=True))
+                cut_line = last = line_no
+            break
+        lines.append(_decode_line(raw, shown, line_no))
+        size += len(raw)
+        last = line_no
+    if window and end is not None and line_no < end and not truncated:
+        stopped_early = False  # the editor gave fewer lines than asked: that is the end
     if line_no < start and not (start == 1 and line_no == 0):
+        if window:
+            raise WorkspaceToolError(f"start_line {start} is past the end of {shown}")
         raise WorkspaceToolError(f"start_line {start} is past the end of {shown} ({line_no} lines)")
     output: dict[str, JSONValue] = {
         "path": str(real),
@@ -224,16 +251,7 @@ def _decode_line(raw: bytes, shown: str, line_no: int, *, cut: bool = False) -> 
 def file_write(inputs: dict[str, JSONValue], limits: WorkspaceLimits) -> dict[str, JSONValue]:
     """Create or overwrite a file with ``content``, creating parent directories."""
     root = sandbox_root(inputs)
-    user_path = _user_path(inputs)
-    content = inputs.get("content")
-    if not isinstance(content, str):
-        raise WorkspaceToolError("content must be a string")
-    data = content.encode("utf-8", "surrogateescape")
-    if len(data) > limits.max_write_bytes:
-        raise WorkspaceToolError(
-            f"content for {show(user_path)} is {len(data)} bytes; "
-            f"the limit is {limits.max_write_bytes}"
-        )
+    user_path, data = write_args(inputs, limits)
     real = resolve_path(given_root(inputs), user_path, for_write=True)
     shown = show(user_path)
     created = True
@@ -253,12 +271,47 @@ def file_write(inputs: dict[str, JSONValue], limits: WorkspaceLimits) -> dict[st
     return {"path": str(real), "bytes_written": len(data), "created": created}
 
 
+def write_args(inputs: dict[str, JSONValue], limits: WorkspaceLimits) -> tuple[str, bytes]:
+    """``file-write``'s path and content (encoded), checked against the write cap."""
+    user_path = _user_path(inputs)
+    content = inputs.get("content")
+    if not isinstance(content, str):
+        raise WorkspaceToolError("content must be a string")
+    data = content.encode("utf-8", "surrogateescape")
+    if len(data) > limits.max_write_bytes:
+        raise WorkspaceToolError(
+            f"content for {show(user_path)} is {len(data)} bytes; "
+            f"the limit is {limits.max_write_bytes}"
+        )
+    return user_path, data
+
+
 # --------------------------------------------------------------------------- file-edit
 
 
 def file_edit(inputs: dict[str, JSONValue], limits: WorkspaceLimits) -> dict[str, JSONValue]:
     """Replace the exact text ``old_text`` with ``new_text`` (once, or every time)."""
     root = sandbox_root(inputs)
+    user_path, old, new, replace_all = edit_args(inputs)
+    real = resolve_path(given_root(inputs), user_path, for_write=True)
+    shown = show(user_path)
+    fd, info = open_regular(root, real, os.O_RDWR, shown)
+    with os.fdopen(fd, "r+b") as handle:
+        if info.st_nlink > 1:
+            raise SandboxViolationError(hard_link_message(shown, info.st_nlink))
+        check_edit_size(shown, info.st_size, limits)
+        text = _decode(handle.read(), shown)
+        updated, replacements = apply_edit(
+            text, info.st_size, old, new, replace_all=replace_all, shown=shown, limits=limits
+        )
+        handle.seek(0)
+        handle.truncate(0)
+        handle.write(updated.encode("utf-8"))
+    return {"path": str(real), "replacements": replacements}
+
+
+def edit_args(inputs: dict[str, JSONValue]) -> tuple[str, str, str, bool]:
+    """``file-edit``'s path, ``old_text``, ``new_text`` and ``replace_all``, checked."""
     user_path = _user_path(inputs)
     old = inputs.get("old_text")
     new = inputs.get("new_text")
@@ -269,42 +322,49 @@ def file_edit(inputs: dict[str, JSONValue], limits: WorkspaceLimits) -> dict[str
         raise WorkspaceToolError("old_text is empty; use builtin/file-write to write a file")
     if old == new:
         raise WorkspaceToolError("old_text and new_text are identical; nothing to change")
-    real = resolve_path(given_root(inputs), user_path, for_write=True)
-    shown = show(user_path)
-    fd, info = open_regular(root, real, os.O_RDWR, shown)
-    with os.fdopen(fd, "r+b") as handle:
-        if info.st_nlink > 1:
-            raise SandboxViolationError(hard_link_message(shown, info.st_nlink))
-        if info.st_size > limits.max_write_bytes:
-            raise WorkspaceToolError(
-                f"file {shown} is {info.st_size} bytes; the edit limit is {limits.max_write_bytes}"
-            )
-        text = _decode(handle.read(), shown)
-        count = text.count(old)
-        if count == 0:
-            raise WorkspaceToolError(f"old_text was not found in {shown}")
-        if count > 1 and not replace_all:
-            raise WorkspaceToolError(
-                f"old_text occurs {count} times in {shown}; include more surrounding text "
-                "to make it unique, or pass replace_all=true"
-            )
-        replacements = count if replace_all else 1
-        # The result's size is known before it is built: a small edit repeated (or one
-        # replace_all over many hits) must not grow a file past the write cap, nor build
-        # a huge string in memory first.
-        delta = len(new.encode("utf-8", "surrogatepass")) - len(old.encode("utf-8"))
-        result_bytes = info.st_size + replacements * delta
-        if result_bytes > limits.max_write_bytes:
-            raise WorkspaceToolError(
-                f"editing {shown} would make it {result_bytes} bytes ({replacements} "
-                f"replacement(s)); the write limit is {limits.max_write_bytes}; "
-                "the file is unchanged"
-            )
-        updated = text.replace(old, new) if replace_all else text.replace(old, new, 1)
-        handle.seek(0)
-        handle.truncate(0)
-        handle.write(updated.encode("utf-8"))
-    return {"path": str(real), "replacements": count if replace_all else 1}
+    return user_path, old, new, replace_all
+
+
+def check_edit_size(shown: str, size: int, limits: WorkspaceLimits) -> None:
+    if size > limits.max_write_bytes:
+        raise WorkspaceToolError(
+            f"file {shown} is {size} bytes; the edit limit is {limits.max_write_bytes}"
+        )
+
+
+def apply_edit(
+    text: str,
+    size: int,
+    old: str,
+    new: str,
+    *,
+    replace_all: bool,
+    shown: str,
+    limits: WorkspaceLimits,
+) -> tuple[str, int]:
+    """``text`` (``size`` bytes) with ``old`` replaced by ``new``, and the replacements."""
+    count = text.count(old)
+    if count == 0:
+        raise WorkspaceToolError(f"old_text was not found in {shown}")
+    if count > 1 and not replace_all:
+        raise WorkspaceToolError(
+            f"old_text occurs {count} times in {shown}; include more surrounding text "
+            "to make it unique, or pass replace_all=true"
+        )
+    replacements = count if replace_all else 1
+    # The result's size is known before it is built: a small edit repeated (or one
+    # replace_all over many hits) must not grow a file past the write cap, nor build
+    # a huge string in memory first.
+    delta = len(new.encode("utf-8", "surrogatepass")) - len(old.encode("utf-8"))
+    result_bytes = size + replacements * delta
+    if result_bytes > limits.max_write_bytes:
+        raise WorkspaceToolError(
+            f"editing {shown} would make it {result_bytes} bytes ({replacements} "
+            f"replacement(s)); the write limit is {limits.max_write_bytes}; "
+            "the file is unchanged"
+        )
+    updated = text.replace(old, new) if replace_all else text.replace(old, new, 1)
+    return updated, replacements
 
 
 # --------------------------------------------------------------------------- list, search
