@@ -120,6 +120,10 @@ def build_parser() -> argparse.ArgumentParser:
     demo = sub.add_parser("demo", help="a scripted run on a sample project: no key, no network")
     demo.add_argument("--workspace", type=Path, help="use this folder instead of a temp copy")
     demo.add_argument("--state-dir", type=Path, metavar="DIR", help="where its transcript goes")
+    demo.add_argument(
+        "--protocol", choices=("lsp", "acp"), default="lsp",
+        help="lsp: our protocol (default); acp: play an editor speaking the Agent Client Protocol",
+    )  # fmt: skip
 
     runs = sub.add_parser("runs", help="list or show past runs")
     runs.set_defaults(print_help=runs.print_help)
@@ -191,7 +195,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "demo":
             from .client.demo import run_demo
 
-            return run_demo(_state_dir(args.state_dir), args.workspace)
+            return run_demo(_state_dir(args.state_dir), args.workspace, args.protocol)
         if args.command == "config":
             return config_command(args)
         return runs_command(args)
