@@ -377,3 +377,48 @@ test("bad lines (not JSON, an array, a 40 MB line) are answered or skipped; the 
     child.kill();
   }
 });
+
+test("tool calls of every kind reach a final status, with titles and kinds naming what they work on", { timeout: 60_000 }, async () => {
+  const { cwd, child, stream } = setup([
+    { toolCalls: [
+      call("builtin/file-read", { path: "src/greet.py" }),
+      call("builtin/file-list", { pattern: "**/*.py" }),
+      call("builtin/file-search", { pattern: "greet" }),
+      call("builtin/shell", { command: "echo hi" }),
+      call("builtin/file-write", { path: "new.txt", content: "x" }),
+      call("builtin/file-edit", { path: "src/greet.py", old_text: "nowhere", new_text: "x" }),
+    ] },
+    { content: "ok" },
+  ], "--profile", "full-auto");
+  try {
+    await acp.client({ name: "cleveragents-tests" })
+      .connectWith(stream, async (ctx) => {
+        await ctx.request(acp.methods.agent.initialize, { protocolVersion: 1 });
+        await ctx.buildSession(cwd).withSession(async (session) => {
+          const prompt = session.prompt("every kind");
+          const { updates, stopReason } = await drain(session);
+          await prompt;
+          assert.equal(stopReason, "end_turn");
+          const tools = updates.filter((u) => u.sessionUpdate.startsWith("tool_call"));
+          const ids = [...new Set(tools.map((u) => u.toolCallId))];
+          const calls = ids.map((id) => tools.filter((u) => u.toolCallId === id));
+          assert.deepEqual(calls.map((c) => [c[0].title, c[0].kind, c[0].status]), [
+            ["Read src/greet.py", "read", "pending"],
+            ["List **/*.py", "search", "pending"],
+            ["Search for greet", "search", "pending"],
+            ["Run `echo hi`", "execute", "pending"],
+            ["Write new.txt", "edit", "pending"],
+            ["Edit src/greet.py", "edit", "pending"],
+          ]);
+          // Every call ends completed, but the edit whose old text is not in the file.
+          assert.deepEqual(calls.map((c) => c.at(-1).status),
+            ["completed", "completed", "completed", "completed", "completed", "failed"]);
+          assert.deepEqual(calls[0][0].rawInput, { path: "src/greet.py" });
+          assert.match(calls[3].at(-1).content[0].content.text, /hi/);
+          assert.ok(calls[5].at(-1).content[0].content.text.length > 0); // the error text
+        });
+      });
+  } finally {
+    child.kill();
+  }
+});
