@@ -8,17 +8,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
-import sys
 from typing import TYPE_CHECKING, Any
 
-from ..daemon._transport import (
-    EXIT_CODES,
-    StreamSink,
-    _feed_from_thread,
-    _install_signals,
-    _is_pipe,
-)
+from ..daemon._transport import EXIT_CODES, StreamSink, _install_signals, open_stdio
 from ._rpc import AcpDispatcher, read_lines
 
 if TYPE_CHECKING:
@@ -29,24 +21,10 @@ logger = logging.getLogger(__name__)
 
 async def serve_stdio(agent: AcpAgent) -> int:
     """Serve one client on stdin/stdout until end of input or a signal."""
-    loop = asyncio.get_running_loop()
-    stop: asyncio.Future[str] = loop.create_future()
+    stop: asyncio.Future[str] = asyncio.get_running_loop().create_future()
     remove_signals = _install_signals(stop)
     reader = asyncio.StreamReader(limit=2**31)  # read_lines bounds what it keeps
-    in_fd, out_fd = sys.stdin.fileno(), sys.stdout.fileno()
-    if _is_pipe(in_fd):
-        stdin = os.fdopen(in_fd, "rb", buffering=0, closefd=False)
-        await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), stdin)
-    else:
-        _feed_from_thread(in_fd, reader, loop)
-    if _is_pipe(out_fd):
-        stdout = os.fdopen(out_fd, "wb", buffering=0, closefd=False)
-        transport, protocol = await loop.connect_write_pipe(
-            asyncio.streams.FlowControlMixin, stdout
-        )
-        sink = StreamSink(asyncio.StreamWriter(transport, protocol, None, loop))
-    else:
-        sink = StreamSink(None, out_fd)
+    sink = await open_stdio(reader)
     try:
         return await serve_connection(agent, reader, sink, stop)
     finally:

@@ -195,25 +195,28 @@ def _feed_from_thread(
     threading.Thread(target=pump, name="cleveragents-stdin", daemon=True).start()
 
 
-async def serve_stdio(server: CleverAgentsServer) -> int:
+async def open_stdio(reader: asyncio.StreamReader) -> StreamSink:
+    """Feed stdin into ``reader`` and return the sink that writes to stdout, whether each
+    is a pipe, a file, a terminal or ``/dev/null`` (both faces, LSP and ACP, use it)."""
     loop = asyncio.get_running_loop()
-    stop: asyncio.Future[str] = loop.create_future()
-    remove_signals = _install_signals(stop)
-    reader = asyncio.StreamReader()  # the frame reader bounds its own buffer
     in_fd, out_fd = sys.stdin.fileno(), sys.stdout.fileno()
     if _is_pipe(in_fd):
         stdin = os.fdopen(in_fd, "rb", buffering=0, closefd=False)
         await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), stdin)
     else:
         _feed_from_thread(in_fd, reader, loop)
-    if _is_pipe(out_fd):
-        stdout = os.fdopen(out_fd, "wb", buffering=0, closefd=False)
-        transport, protocol = await loop.connect_write_pipe(
-            asyncio.streams.FlowControlMixin, stdout
-        )
-        sink = StreamSink(asyncio.StreamWriter(transport, protocol, None, loop))
-    else:
-        sink = StreamSink(None, out_fd)
+    if not _is_pipe(out_fd):
+        return StreamSink(None, out_fd)
+    stdout = os.fdopen(out_fd, "wb", buffering=0, closefd=False)
+    transport, protocol = await loop.connect_write_pipe(asyncio.streams.FlowControlMixin, stdout)
+    return StreamSink(asyncio.StreamWriter(transport, protocol, None, loop))
+
+
+async def serve_stdio(server: CleverAgentsServer) -> int:
+    stop: asyncio.Future[str] = asyncio.get_running_loop().create_future()
+    remove_signals = _install_signals(stop)
+    reader = asyncio.StreamReader()  # the frame reader bounds its own buffer
+    sink = await open_stdio(reader)
     try:
         _, code = await _serve_connection(server, reader, sink, stop)
     finally:
