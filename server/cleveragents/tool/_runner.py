@@ -187,6 +187,7 @@ class ToolRunSession:
         self._activated: dict[str, ToolSpec] = {}
         self._activating: dict[str, asyncio.Future[None]] = {}
         self._activation_lock = threading.Lock()
+        self._bridge = _AsyncBridge()
         # Reserved inputs, built once per run: the context always wins.
         self._reserved: dict[str, JSONValue] = {
             "sandbox_root": context.sandbox_root,
@@ -429,12 +430,13 @@ class ToolRunSession:
             _current_call.set((call, iteration))
             policy = self._runner.policy
             if policy is not None:
-                refusal = _resolve(policy.authorize(self._query(spec, call, iteration, inputs)))
+                query = self._query(spec, call, iteration, inputs)
+                refusal = self._bridge.resolve(policy.authorize(query))
                 if refusal is not None:
                     raise ToolPermissionError(str(refusal))
             output = spec.handler(inputs)
             if _is_awaitable(output):
-                output = _resolve(output)
+                output = self._bridge.resolve(output)
             return self._finish(spec, call, iteration, started, output)
         except Exception as exc:  # noqa: BLE001 - the tool-failure boundary: failures become records
             return self.failed(call, iteration, started, describe_error(exc), spec.name)
@@ -447,7 +449,7 @@ class ToolRunSession:
                 self._observe("activate", spec.name, "")
             assert spec.on_activate is not None
             try:
-                _resolve(spec.on_activate(self._context))
+                self._bridge.resolve(spec.on_activate(self._context))
             except Exception as exc:
                 raise ToolActivationError(
                     f"activation of tool {spec.name} failed: {describe_error(exc)}"
@@ -551,16 +553,78 @@ class ToolRunSession:
             if spec.on_deactivate is None:
                 continue
             try:
-                _resolve(spec.on_deactivate(self._context))
+                self._bridge.resolve(spec.on_deactivate(self._context))
             except Exception:  # teardown must reach every tool
                 logger.exception("deactivation of tool %s failed", spec.name)
+        self._bridge.close()
 
 
-def _resolve(value: object) -> object:
-    """Finish an awaitable from sync code (an async handler or hook in a sync run)."""
-    if _is_awaitable(value):
-        return asyncio.run(_await(value))
-    return value
+class _AsyncBridge:
+    """One event loop, in a thread of its own, for the async handlers and hooks of a sync
+    run. ``asyncio.run`` per call built and tore down a loop each time (about 300 µs a
+    call); this one is made at the run's first awaitable and closed with the run. Each
+    awaitable runs in a copy of its caller's context, so ``current_tool_call()`` answers
+    as it does under the async driver. Closing cancels what is still running (a call
+    that timed out), so no worker thread waits on it for ever."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+
+    def resolve(self, value: object) -> object:
+        if not _is_awaitable(value):
+            return value
+        loop = self._running_loop()
+        context = contextvars.copy_context()
+        done: concurrent.futures.Future[object] = concurrent.futures.Future()
+
+        def start() -> None:
+            task = loop.create_task(_await(value), context=context)
+            task.add_done_callback(lambda finished: _settle(finished, done))
+
+        loop.call_soon_threadsafe(start)
+        return done.result()
+
+    def _running_loop(self) -> asyncio.AbstractEventLoop:
+        with self._lock:
+            if self._loop is None:
+                self._loop = asyncio.new_event_loop()
+                self._thread = threading.Thread(
+                    target=self._loop.run_forever, name="cleveragents-async-tools", daemon=True
+                )
+                self._thread.start()
+            return self._loop
+
+    def close(self) -> None:
+        with self._lock:
+            loop, thread = self._loop, self._thread
+            self._loop = self._thread = None
+        if loop is None or thread is None:
+            return
+        asyncio.run_coroutine_threadsafe(_cancel_all(), loop).result()
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join()
+        loop.run_until_complete(loop.shutdown_asyncgens())
+        loop.close()
+
+
+def _settle(task: asyncio.Task[object], done: concurrent.futures.Future[object]) -> None:
+    if task.cancelled():
+        done.cancel()
+    elif task.exception() is not None:
+        done.set_exception(task.exception())
+    else:
+        done.set_result(task.result())
+
+
+async def _cancel_all() -> None:
+    """Cancel the bridge's other tasks and wait for them to end."""
+    current = asyncio.current_task()
+    pending = [t for t in asyncio.all_tasks() if t is not current]
+    for task in pending:
+        task.cancel()
+    await asyncio.gather(*pending, return_exceptions=True)
 
 
 async def _await(value: Awaitable[object]) -> object:
