@@ -11,12 +11,12 @@ import json
 import re
 import threading
 from collections.abc import Awaitable, Callable, Mapping
-from pathlib import Path
 from typing import Any, Literal
 
 import attrs
 import fastjsonschema
 
+from ._draft7 import DRAFT_07
 from ._errors import InvalidToolNameError, ToolInputError, ToolOutputError
 from ._types import RESERVED_INPUT_KEYS, JSONValue, ToolActorContext, ToolSchema
 
@@ -59,7 +59,6 @@ class SchemaDefinitionError(ValueError):
         """Which of a tool's schemas: ``input_schema`` or ``output_schema``."""
 
 
-_META_SCHEMA = Path(__file__).with_name("json-schema-draft-07.json")
 _meta_validator: Validator | None = None
 
 
@@ -69,8 +68,7 @@ def _check_definition(schema: Mapping[str, JSONValue]) -> None:
     compiler with whatever that raised."""
     global _meta_validator
     if _meta_validator is None:
-        meta = json.loads(_META_SCHEMA.read_text(encoding="utf-8"))
-        _meta_validator = fastjsonschema.compile(meta, use_default=False)
+        _meta_validator = fastjsonschema.compile(DRAFT_07, use_default=False)
     try:
         _meta_validator(schema)
     except fastjsonschema.JsonSchemaValueException as exc:
