@@ -54,11 +54,24 @@ def _free_port() -> int:
 @pytest.fixture
 async def tcp_daemon(tmp_path: Path) -> AsyncIterator[TcpDaemon]:
     (tmp_path / "ws").mkdir()
-    port = _free_port()
+    async with serve_tcp(tmp_path) as daemon:
+        yield daemon
+
+
+@contextlib.asynccontextmanager
+async def serve_tcp(
+    tmp_path: Path, *extra: str, token_env: str | None = None
+) -> AsyncIterator[TcpDaemon]:
+    """``serve --tcp`` on a free port with extra arguments, and no CLEVERAGENTS_TOKEN in its
+    environment unless ``token_env`` gives one; killed at the end if still running."""
     env = {k: v for k, v in os.environ.items() if k != "CLEVERAGENTS_TOKEN"}
+    if token_env is not None:
+        env["CLEVERAGENTS_TOKEN"] = token_env
+    port = _free_port()
     process = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "cleveragents", "serve", "--tcp", f"127.0.0.1:{port}",
-        "--state-dir", str(tmp_path / "state"), stderr=asyncio.subprocess.PIPE, env=env,
+        "--state-dir", str(tmp_path / "state"), *extra, stderr=asyncio.subprocess.PIPE,
+        env=env,
     )  # fmt: skip
     try:
         yield TcpDaemon(process, port, tmp_path / "state")

@@ -5,16 +5,14 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import stat
-import sys
-from collections.abc import AsyncIterator, Callable
-from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from collections.abc import Callable
+from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 from typing import Any
 
 import pytest
-from test_tcp import HANG, TOOL, TcpDaemon, _close, _free_port, _initialize, _token
+from test_tcp import HANG, TOOL, TcpDaemon, _close, _initialize, _token, serve_tcp
 
 from cleveragents.client._connection import read_frame
 from cleveragents.protocol import frame
@@ -28,23 +26,8 @@ def spawn(tmp_path: Path) -> Spawn:
     given); the daemon is killed at the end if it is still running."""
     (tmp_path / "ws").mkdir()
 
-    @asynccontextmanager
-    async def start(*extra: str, token_env: str | None = None) -> AsyncIterator[TcpDaemon]:
-        env = {k: v for k, v in os.environ.items() if k != "CLEVERAGENTS_TOKEN"}
-        if token_env is not None:
-            env["CLEVERAGENTS_TOKEN"] = token_env
-        port = _free_port()
-        process = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "cleveragents", "serve", "--tcp", f"127.0.0.1:{port}",
-            "--state-dir", str(tmp_path / "state"), *extra, stderr=asyncio.subprocess.PIPE,
-            env=env,
-        )  # fmt: skip
-        try:
-            yield TcpDaemon(process, port, tmp_path / "state")
-        finally:
-            if process.returncode is None:
-                process.kill()
-            await process.wait()
+    def start(*extra: str, token_env: str | None = None) -> Any:
+        return serve_tcp(tmp_path, *extra, token_env=token_env)
 
     return start
 
