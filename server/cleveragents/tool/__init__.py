@@ -30,7 +30,14 @@ from ._errors import (
     ToolTimeoutError,
 )
 from ._events import EventSink, IterationSummary, NullEventSink
-from ._policy import AllowAll, PermissionQuery, ToolPolicy
+from ._policy import (
+    PERMISSION_OUTCOMES,
+    AllowAll,
+    Decision,
+    PermissionOutcome,
+    PermissionQuery,
+    ToolPolicy,
+)
 from ._registry import ToolRegistry
 from ._router import ProviderMessages, StreamAccumulator, ToolCallRouter
 from ._runner import Stage, StageObserver, ToolRunner, ToolRunSession, current_tool_call
@@ -60,12 +67,14 @@ from ._types import (
 
 __all__ = [
     "DEFAULT_MAX_ITERATIONS",
+    "PERMISSION_OUTCOMES",
     "RESERVED_INPUT_KEYS",
     "TOOL_NAME_PATTERN",
     "AllowAll",
     "CancelToken",
     "CapabilityError",
     "CleverAgentsError",
+    "Decision",
     "DuplicateToolError",
     "EventSink",
     "InvalidToolNameError",
@@ -79,6 +88,7 @@ __all__ = [
     "ModelProviderError",
     "NotInitializedError",
     "NullEventSink",
+    "PermissionOutcome",
     "PermissionQuery",
     "ProfileError",
     "ProviderMessages",

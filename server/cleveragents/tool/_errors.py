@@ -9,7 +9,8 @@
     │   ├── ToolOutputError           -32016  output fails the output schema
     │   ├── ToolTimeoutError          -32017  handler exceeded its timeout
     │   ├── ToolPermissionError       -32018  the automation profile refused the call
-    │   └── ToolActivationError       -32027  a tool's one-time setup failed
+    │   ├── ToolActivationError       -32027  a tool's one-time setup failed
+    │   └── ToolCancelledError        -32030  the run was cancelled before the call finished
     ├── SandboxViolationError         -32019  a path outside the sandbox root
     ├── ModelConfigError              -32020  no model, or a malformed model spec
     ├── ModelProviderError            -32021  the provider failed (HTTP, auth, overflow)
@@ -77,6 +78,10 @@ class ToolPermissionError(ToolError, PermissionError):
 
 class ToolActivationError(ToolError):
     code = -32027
+
+
+class ToolCancelledError(ToolError):
+    code = -32030
 
 
 class SandboxViolationError(CleverAgentsError, PermissionError):

@@ -7,7 +7,7 @@ automation profiles on top of this; the daemon adds ``permission/request``.
 from __future__ import annotations
 
 from collections.abc import Awaitable
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Literal, Protocol, get_args
 
 import attrs
 
@@ -15,6 +15,14 @@ from ._types import RESERVED_INPUT_KEYS, JSONValue, ToolActorContext
 
 if TYPE_CHECKING:
     from ._spec import ToolSpec
+
+Decision = Literal["allow", "ask", "deny"]
+"""What a permission rule says about a kind of call: run it, ask a human, or refuse it."""
+
+PermissionOutcome = Literal["allow_once", "allow_always", "reject_once", "reject_always"]
+"""A human's answer to a permission prompt (``permission/request`` on the wire)."""
+
+PERMISSION_OUTCOMES: tuple[PermissionOutcome, ...] = get_args(PermissionOutcome)
 
 
 @attrs.define(slots=True, frozen=True)

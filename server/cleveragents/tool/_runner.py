@@ -27,6 +27,9 @@ from ._cancel import CancelToken
 from ._errors import (
     CleverAgentsError,
     ToolActivationError,
+    ToolCancelledError,
+    ToolError,
+    ToolNotFoundError,
     ToolPermissionError,
     ToolTimeoutError,
 )
@@ -92,6 +95,11 @@ def describe_error(exc: BaseException) -> str:
 
 
 _encode_json = json.JSONEncoder(ensure_ascii=False, default=str).encode
+
+
+def error_code(exc: BaseException) -> int:
+    """The record's ``error_code``: our own class's code, else a generic tool failure."""
+    return exc.code if isinstance(exc, CleverAgentsError) else ToolError.code
 
 
 def output_text(output: JSONValue) -> str:
@@ -239,15 +247,22 @@ class ToolRunSession:
 
     @staticmethod
     def failed(
-        call: ToolCall, iteration: int, started: float, error: str, name: str | None = None
+        call: ToolCall,
+        iteration: int,
+        started: float,
+        error: str,
+        name: str | None = None,
+        code: int = ToolError.code,
     ) -> ToolCallRecord:
         return ToolCallRecord(
             name or call.name, call.arguments, None, (_perf() - started) * 1000.0, False,
-            error, iteration, call.id,
+            error, iteration, call.id, code,
         )  # fmt: skip
 
     def _unknown(self, call: ToolCall, iteration: int, started: float) -> ToolCallRecord:
-        return self.failed(call, iteration, started, f"unknown tool {call.name!r}")
+        return self.failed(
+            call, iteration, started, f"unknown tool {call.name!r}", None, ToolNotFoundError.code
+        )
 
     # -- async path ----------------------------------------------------------------------
 
@@ -274,7 +289,9 @@ class ToolRunSession:
             output = await self._ainvoke(spec, inputs)
             return self._finish(spec, call, iteration, started, output)
         except Exception as exc:  # noqa: BLE001 - the tool-failure boundary: failures become records
-            return self.failed(call, iteration, started, describe_error(exc), spec.name)
+            return self.failed(
+                call, iteration, started, describe_error(exc), spec.name, error_code(exc)
+            )
 
     async def _ainvoke(self, spec: ToolSpec, inputs: dict[str, JSONValue]) -> JSONValue:
         handler = spec.handler
@@ -393,7 +410,9 @@ class ToolRunSession:
             else:
                 spec = self._registry.get(call.name)
                 name = spec.name if spec is not None else None
-                record = self.failed(call, iteration, started, CANCELLED_ERROR, name)
+                record = self.failed(
+                    call, iteration, started, CANCELLED_ERROR, name, ToolCancelledError.code
+                )
                 if on_record is not None:
                     on_record(first + index, record)
                 records.append(record)
@@ -439,7 +458,9 @@ class ToolRunSession:
                 output = self._bridge.resolve(output)
             return self._finish(spec, call, iteration, started, output)
         except Exception as exc:  # noqa: BLE001 - the tool-failure boundary: failures become records
-            return self.failed(call, iteration, started, describe_error(exc), spec.name)
+            return self.failed(
+                call, iteration, started, describe_error(exc), spec.name, error_code(exc)
+            )
 
     def _activate_sync(self, spec: ToolSpec) -> None:
         with self._activation_lock:
@@ -531,6 +552,7 @@ class ToolRunSession:
                         done(index, self.failed(
                             calls[index], iteration, started,
                             f"tool {name} timed out after {timeout:g} s", name,
+                            ToolTimeoutError.code,
                         ))  # fmt: skip
                         del pending[future]
                 if not pending:

@@ -113,6 +113,8 @@ class ToolCallRecord:
 
     ``inputs`` holds the arguments the model sent (never the reserved context keys that
     the runner added). ``iteration`` is the number of the LLM call that asked for it.
+    ``error_code`` is the JSON-RPC code of the error class that failed the call (see
+    ``cleveragents.tool``'s error tree), or ``None`` when it succeeded.
     """
 
     tool_name: str
@@ -123,6 +125,7 @@ class ToolCallRecord:
     error: str | None
     iteration: int
     call_id: str = ""
+    error_code: int | None = None
 
 
 @attrs.define(slots=True)
