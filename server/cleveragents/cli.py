@@ -367,8 +367,7 @@ def runs_command(args: argparse.Namespace) -> int:
 
     from .client._history import list_lines, show_lines
     from .client._terminal import json_text, printable
-    from .daemon import TranscriptStore
-    from .tool import RunNotFoundError, RunStateError
+    from .daemon import RunNotFoundError, RunStateError, TranscriptStore
 
     store = TranscriptStore(_state_dir(args.state_dir))
     if args.runs_command == "list":

@@ -11,10 +11,10 @@ from typing import Any
 
 import pytest
 
+from cleveragents.daemon import RunStateError
 from cleveragents.daemon._runs import DaemonConfig, RunManager
 from cleveragents.daemon._transcripts import TranscriptStore
 from cleveragents.protocol import wire
-from cleveragents.tool import RunStateError
 
 
 class FakePeer:

@@ -9,13 +9,13 @@ from pathlib import Path
 
 import pytest
 
+from cleveragents.daemon import RunInterruptedError, RunStateError
 from cleveragents.daemon._transcripts import (
     META,
     PROMPT_SUMMARY_MAX,
     TranscriptStore,
     valid_run_id,
 )
-from cleveragents.tool import RunInterruptedError, RunStateError
 
 STARTED = {"runId": "r", "seq": 1, "sandboxRoot": "/w", "maxIterations": 5, "tools": []}
 

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from cleveragents.protocol import METHODS, methods
+from cleveragents._codegen import wire_errors
 from cleveragents.protocol._typescript import render_typescript
 
 PACKAGE = Path(__file__).resolve().parents[2] / "client-protocol" / "typescript"
@@ -20,13 +21,13 @@ PROTOCOL_TS = PACKAGE / "src" / "protocol.ts"
 
 
 def test_the_committed_protocol_ts_is_up_to_date() -> None:
-    assert PROTOCOL_TS.read_text(encoding="utf-8") == render_typescript(), (
+    assert PROTOCOL_TS.read_text(encoding="utf-8") == render_typescript(wire_errors()), (
         "run scripts/gen-typescript and commit client-protocol/typescript/src/protocol.ts"
     )
 
 
 def test_methods_use_the_python_constant_names_and_every_method_is_mapped() -> None:
-    text = render_typescript()
+    text = render_typescript(wire_errors())
     constants = {v: k for k, v in vars(methods).items() if k.isupper() and isinstance(v, str)}
     for method in METHODS:
         assert f'  {constants[method.name]}: "{method.name}",' in text
@@ -39,7 +40,7 @@ def test_methods_use_the_python_constant_names_and_every_method_is_mapped() -> N
 
 
 def test_optional_fields_nullable_fields_and_literals_are_typed_as_on_the_wire() -> None:
-    text = render_typescript()
+    text = render_typescript(wire_errors())
     assert 'export type RunStatus = "completed" | "limit" | "cancelled" | "failed";' in text
     assert "  status: RunStatus;\n" in text
     assert "  error?: RunError;\n" in text  # OPTIONAL: absent, never null

@@ -30,8 +30,8 @@ import attrs
 import pytest
 from workspace_kit import Caller, Sandbox, make_caller, shell_tool
 
-from cleveragents.tool import CleverAgentsError, SandboxViolationError
-from cleveragents.workspace import PinnedRoot, _walk, builtin_tools
+from cleveragents.tool import CleverAgentsError
+from cleveragents.workspace import PinnedRoot, SandboxViolationError, _walk, builtin_tools
 from cleveragents.workspace._sandbox import show
 
 READ, WRITE, EDIT = "builtin/file-read", "builtin/file-write", "builtin/file-edit"

@@ -15,14 +15,18 @@ from workspace_kit import Caller, Sandbox, make_caller
 
 from cleveragents.llm.scripted import ScriptedModel
 from cleveragents.tool import (
-    SandboxViolationError,
     ToolActorContext,
     ToolCallingRuntime,
     ToolInputError,
     ToolRegistry,
     ToolRunner,
 )
-from cleveragents.workspace import WorkspaceLimits, WorkspaceToolError, builtin_tools
+from cleveragents.workspace import (
+    SandboxViolationError,
+    WorkspaceLimits,
+    WorkspaceToolError,
+    builtin_tools,
+)
 from cleveragents.workspace._patterns import (
     UnsafeGlobError,
     UnsupportedPatternError,

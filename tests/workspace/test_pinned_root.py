@@ -11,8 +11,7 @@ from typing import Any
 import pytest
 from workspace_kit import make_caller, make_sandbox, shell_tool
 
-from cleveragents.tool import SandboxViolationError
-from cleveragents.workspace import PinnedRoot, file_tools, files
+from cleveragents.workspace import PinnedRoot, SandboxViolationError, file_tools, files
 
 
 def _swap_for_symlink(directory: Path, target: Path) -> None:

@@ -8,17 +8,12 @@ from typing import Any
 
 import pytest
 
-from cleveragents.tool import (
-    PermissionQuery,
-    ProfileError,
-    ToolActorContext,
-    ToolAnnotations,
-    ToolSpec,
-)
+from cleveragents.tool import PermissionQuery, ToolActorContext, ToolAnnotations, ToolSpec
 from cleveragents.workspace import (
     BUILTIN_PROFILES,
     DEFAULT_PROFILE,
     AutomationProfile,
+    ProfileError,
     ProfilePolicy,
     ShellTool,
     get_profile,

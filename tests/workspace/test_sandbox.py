@@ -8,8 +8,7 @@ from pathlib import Path
 import pytest
 from workspace_kit import Sandbox
 
-from cleveragents.tool import SandboxViolationError
-from cleveragents.workspace import WorkspaceToolError, resolve_path
+from cleveragents.workspace import SandboxViolationError, WorkspaceToolError, resolve_path
 from cleveragents.workspace._sandbox import (
     check_pattern,
     open_beneath,

@@ -13,7 +13,7 @@
 import { ErrorCodes as DaemonErrorCodes } from "./protocol";
 
 /** Every code a daemon reply may carry: the standard ones, then the daemon's classes
- * (-32010..-32029). Compare `ResponseError.code` against these, never the message. */
+ * (-32010..-32030). Compare `ResponseError.code` against these, never the message. */
 export const ErrorCodes = {
   ParseError: -32700,
   InvalidRequest: -32600,

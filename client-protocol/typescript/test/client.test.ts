@@ -447,7 +447,7 @@ test("the public surface: exports, one vscode-jsonrpc, and every error code",
       InternalError: -32603, RequestCancelled: -32800, ...DaemonErrorCodes,
     });
     assert.deepEqual(Object.values(DaemonErrorCodes).sort((a, b) => a - b),
-                     Array.from({ length: 20 }, (_, i) => -32029 + i));
+                     Array.from({ length: 21 }, (_, i) => -32030 + i));
   });
 
 test("a daemon request cancelled before its handler starts never reaches the handler",

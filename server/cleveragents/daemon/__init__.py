@@ -13,15 +13,29 @@ import sys
 from pathlib import Path
 
 from ._collector import POLICY as COLLECTOR
+from ._errors import (
+    CapabilityError,
+    NotInitializedError,
+    RunInterruptedError,
+    RunNotFoundError,
+    RunStateError,
+    StateDirError,
+)
 from ._runs import DaemonConfig, RunManager
 from ._server import CleverAgentsServer
 from ._transcripts import TranscriptStore, default_state_dir
 from ._transport import load_token, serve_stdio, serve_tcp
 
 __all__ = [
+    "CapabilityError",
     "CleverAgentsServer",
     "DaemonConfig",
+    "NotInitializedError",
+    "RunInterruptedError",
     "RunManager",
+    "RunNotFoundError",
+    "RunStateError",
+    "StateDirError",
     "TranscriptStore",
     "create_server",
     "default_state_dir",

@@ -22,7 +22,8 @@ from typing import Literal
 from ..mcp import McpConfigError, McpServer, McpServerConfig, mcp_available
 from ..protocol import ParamsError, camel, dumps, unstructure, wire
 from ..protocol import methods as m
-from ..tool import CapabilityError, ToolNotFoundError, ToolRegistry
+from ..tool import ToolNotFoundError, ToolRegistry
+from ._errors import CapabilityError
 from ._peer import Peer
 
 logger = logging.getLogger(__name__)

@@ -33,7 +33,6 @@ from ..protocol import MAX_BODY, ParamsError, RawJson, camel, dumps, unstructure
 from ..protocol import methods as m
 from ..tool import (
     CancelToken,
-    CapabilityError,
     CleverAgentsError,
     DuplicateToolError,
     IterationSummary,
@@ -41,11 +40,7 @@ from ..tool import (
     LLMRequest,
     LLMResponse,
     Message,
-    RunNotFoundError,
-    RunStateError,
-    SandboxViolationError,
     SchemaDefinitionError,
-    StateDirError,
     ToolActorContext,
     ToolAnnotations,
     ToolCall,
@@ -63,10 +58,11 @@ from ..tool import (
 )
 from ..tool._runner import output_text
 from ..tool._spec import is_async_callable
-from ..workspace import PinnedRoot
+from ..workspace import PinnedRoot, SandboxViolationError
 from ..workspace.shell import default_env
 from ._client_model import ClientModel
 from ._collector import POLICY as COLLECTOR
+from ._errors import CapabilityError, RunNotFoundError, RunStateError, StateDirError
 from ._mcp import McpServers, to_configs, tools_changed
 from ._outputs import DEFAULT_MAX_TOOL_OUTPUT_BYTES, OutputCap
 from ._peer import Peer, PeerRequestError

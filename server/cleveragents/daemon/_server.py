@@ -35,7 +35,8 @@ from pygls.workspace import Workspace
 from .. import __version__
 from ..protocol import PROTOCOL_VERSION, ParamsError, camel, structure, unstructure, wire
 from ..protocol import methods as m
-from ..tool import CleverAgentsError, NotInitializedError, ProfileError, ToolSpec
+from ..tool import CleverAgentsError, ToolSpec
+from ..workspace import ProfileError
 from ..workspace.profiles import get_profile
 from ..workspace.shell import check_env_names
 from ._dispatch import (
@@ -46,6 +47,7 @@ from ._dispatch import (
     RequestHandler,
     RpcError,
 )
+from ._errors import NotInitializedError
 from ._mcp import to_configs
 from ._outputs import MAX_TOOL_OUTPUT_BYTES
 from ._peer import CurrentPeer

@@ -64,8 +64,9 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from ..tool import Message, RunInterruptedError, RunNotFoundError, RunStateError, ToolCall
+from ..tool import Message, ToolCall
 from ..tool._runner import output_text
+from ._errors import RunInterruptedError, RunNotFoundError, RunStateError
 
 logger = logging.getLogger(__name__)
 

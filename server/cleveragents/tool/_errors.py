@@ -1,34 +1,60 @@
-"""The cleveragents exception tree, one class per error class, each with its JSON-RPC code.
+"""The core's exception tree, one class per error class, each with its JSON-RPC code.
 
     CleverAgentsError                 -32010  (base; never raised bare)
-    ├── ToolError                     -32011
-    │   ├── ToolNotFoundError         -32012  unknown tool name
-    │   ├── DuplicateToolError        -32013  name already registered
-    │   ├── InvalidToolNameError      -32014  name breaks the naming rule
-    │   ├── ToolInputError            -32015  arguments fail the input schema
-    │   ├── ToolOutputError           -32016  output fails the output schema
-    │   ├── ToolTimeoutError          -32017  handler exceeded its timeout
-    │   ├── ToolPermissionError       -32018  the automation profile refused the call
-    │   ├── ToolActivationError       -32027  a tool's one-time setup failed
-    │   └── ToolCancelledError        -32030  the run was cancelled before the call finished
-    ├── SandboxViolationError         -32019  a path outside the sandbox root
-    ├── ModelConfigError              -32020  no model, or a malformed model spec
-    ├── ModelProviderError            -32021  the provider failed (HTTP, auth, overflow)
-    ├── RunNotFoundError              -32022  unknown run id
-    ├── RunStateError                 -32023  a run id already in use, or a run in the wrong state
-    ├── ProfileError                  -32024  unknown automation profile
-    ├── CapabilityError               -32025  the client did not declare a needed capability
-    ├── NotInitializedError           -32026  a request before ``initialize``
-    ├── RunInterruptedError           -32028  the daemon stopped before the run ended
-    └── StateDirError                 -32029  the state dir cannot be written
+    └── ToolError                     -32011
+        ├── ToolNotFoundError         -32012  unknown tool name
+        ├── DuplicateToolError        -32013  name already registered
+        ├── InvalidToolNameError      -32014  name breaks the naming rule
+        ├── ToolInputError            -32015  arguments fail the input schema
+        ├── ToolOutputError           -32016  output fails the output schema
+        ├── ToolTimeoutError          -32017  handler exceeded its timeout
+        ├── ToolPermissionError       -32018  the permission policy refused the call
+        ├── ToolActivationError       -32027  a tool's one-time setup failed
+        └── ToolCancelledError        -32030  the run was cancelled before the call finished
+
+Each layer defines its own errors on this base: ``cleveragents.workspace`` (sandbox,
+profiles), ``cleveragents.llm.errors`` (model spec, provider), ``cleveragents.daemon``
+(runs, capabilities, state dir). A class that sets its own ``code`` is entered in one
+registry, :func:`error_classes`, which refuses a code taken twice; the daemon maps every
+error to its JSON-RPC reply by ``code``, and the schema and TypeScript generators read
+the registry. :class:`JsonRpcCode` holds the protocol's own codes, defined here once.
 
 Tool failures inside a run are not raised to the caller: the runner turns them into
-failed ``ToolCallRecord`` entries fed back to the model. These classes are raised for
-bad requests (registration, run parameters) and used to build the record's message.
-The daemon maps the tree to JSON-RPC errors in one place, by ``code``.
+failed ``ToolCallRecord`` entries (``error_code`` is the class's code) fed back to the
+model. These classes are raised for bad requests (registration, run parameters).
 """
 
 from __future__ import annotations
+
+import enum
+from typing import Any
+
+
+class JsonRpcCode(enum.IntEnum):
+    """The JSON-RPC 2.0 codes every face of cleveragents answers with (and LSP's cancel)."""
+
+    PARSE_ERROR = -32700
+    INVALID_REQUEST = -32600
+    METHOD_NOT_FOUND = -32601
+    INVALID_PARAMS = -32602
+    INTERNAL_ERROR = -32603
+    REQUEST_CANCELLED = -32800
+
+
+_REGISTRY: dict[int, type[CleverAgentsError]] = {}
+
+
+def error_classes() -> tuple[type[CleverAgentsError], ...]:
+    """Every error class with a code of its own, from every package imported so far,
+    base first (-32010, -32011, ...)."""
+    return tuple(_REGISTRY[code] for code in sorted(_REGISTRY, reverse=True))
+
+
+def _register(cls: type[CleverAgentsError]) -> None:
+    taken = _REGISTRY.get(cls.code)
+    if taken is not None and taken.__qualname__ != cls.__qualname__:
+        raise TypeError(f"error code {cls.code} of {cls.__qualname__} is {taken.__qualname__}'s")
+    _REGISTRY[cls.code] = cls
 
 
 class CleverAgentsError(Exception):
@@ -36,16 +62,25 @@ class CleverAgentsError(Exception):
 
     code: int = -32010
 
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "code" in cls.__dict__:
+            _register(cls)
+
     def __init__(self, message: str) -> None:
         super().__init__(message)
         self.message = message
 
 
 class ToolError(CleverAgentsError):
+    """A tool call failed (the generic code of a handler's own exception)."""
+
     code = -32011
 
 
 class ToolNotFoundError(ToolError, KeyError):
+    """No tool of that name is registered."""
+
     code = -32012
 
     def __str__(self) -> str:  # KeyError would repr() the message
@@ -53,41 +88,54 @@ class ToolNotFoundError(ToolError, KeyError):
 
 
 class DuplicateToolError(ToolError):
+    """A tool of that name is already registered."""
+
     code = -32013
 
 
 class InvalidToolNameError(ToolError, ValueError):
+    """The tool name breaks the naming rule."""
+
     code = -32014
 
 
 class ToolInputError(ToolError, ValueError):
+    """The arguments fail the tool's input schema."""
+
     code = -32015
 
 
 class ToolOutputError(ToolError):
+    """The output fails the tool's output schema."""
+
     code = -32016
 
 
 class ToolTimeoutError(ToolError, TimeoutError):
+    """The handler exceeded its timeout."""
+
     code = -32017
 
 
 class ToolPermissionError(ToolError, PermissionError):
+    """The permission policy refused the call."""
+
     code = -32018
 
 
 class ToolActivationError(ToolError):
+    """A tool's one-time setup failed."""
+
     code = -32027
 
 
 class ToolCancelledError(ToolError):
+    """The run was cancelled before the call finished."""
+
     code = -32030
 
 
-class SandboxViolationError(CleverAgentsError, PermissionError):
-    code = -32019
-
-
+# The model errors move to cleveragents.llm.errors (issue 13); kept here until then.
 class ModelConfigError(CleverAgentsError, ValueError):
     code = -32020
 
@@ -96,56 +144,4 @@ class ModelProviderError(CleverAgentsError):
     code = -32021
 
 
-class RunNotFoundError(CleverAgentsError, KeyError):
-    code = -32022
-
-    def __str__(self) -> str:
-        return self.message
-
-
-class RunStateError(CleverAgentsError):
-    code = -32023
-
-
-class ProfileError(CleverAgentsError, ValueError):
-    code = -32024
-
-
-class CapabilityError(CleverAgentsError):
-    code = -32025
-
-
-class NotInitializedError(CleverAgentsError):
-    code = -32026
-
-
-class RunInterruptedError(CleverAgentsError):
-    code = -32028
-
-
-class StateDirError(CleverAgentsError):
-    code = -32029
-
-
-ALL_ERRORS: tuple[type[CleverAgentsError], ...] = (
-    CleverAgentsError,
-    ToolError,
-    ToolNotFoundError,
-    DuplicateToolError,
-    InvalidToolNameError,
-    ToolInputError,
-    ToolOutputError,
-    ToolTimeoutError,
-    ToolPermissionError,
-    ToolActivationError,
-    SandboxViolationError,
-    ModelConfigError,
-    ModelProviderError,
-    RunNotFoundError,
-    RunStateError,
-    ProfileError,
-    CapabilityError,
-    NotInitializedError,
-    RunInterruptedError,
-    StateDirError,
-)
+_register(CleverAgentsError)

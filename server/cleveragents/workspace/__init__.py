@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from cleveragents.tool._spec import ToolSpec
 
+from ._errors import ProfileError, SandboxViolationError
 from ._sandbox import PinnedRoot, WorkspaceToolError, resolve_path
 from .files import WorkspaceLimits, file_tools
 from .profiles import (
@@ -48,7 +49,9 @@ __all__ = [
     "Decision",
     "Outcome",
     "PinnedRoot",
+    "ProfileError",
     "ProfilePolicy",
+    "SandboxViolationError",
     "ShellTool",
     "WorkspaceLimits",
     "WorkspaceToolError",

@@ -47,8 +47,10 @@ from pathlib import Path
 
 import attrs
 
-from cleveragents.tool._errors import SandboxViolationError, ToolError
+from cleveragents.tool._errors import ToolError
 from cleveragents.tool._types import JSONValue
+
+from ._errors import SandboxViolationError
 
 PATH_MAX = 4096
 """Longest path accepted, in bytes (Linux ``PATH_MAX`` including the terminating NUL)."""

@@ -24,10 +24,10 @@ from pathlib import Path
 
 import attrs
 
-from cleveragents.tool._errors import SandboxViolationError
 from cleveragents.tool._spec import ToolSpec
 from cleveragents.tool._types import JSONValue
 
+from ._errors import SandboxViolationError
 from ._sandbox import (
     WorkspaceToolError,
     given_root,

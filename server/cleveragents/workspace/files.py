@@ -49,10 +49,10 @@ from typing import Any, BinaryIO
 
 import attrs
 
-from cleveragents.tool._errors import SandboxViolationError
 from cleveragents.tool._spec import ToolAnnotations, ToolSpec
 from cleveragents.tool._types import JSONValue
 
+from ._errors import SandboxViolationError
 from ._patterns import LineMatcher, compile_search
 from ._sandbox import (
     WorkspaceToolError,

@@ -35,9 +35,10 @@ from typing import Literal, get_args
 
 import attrs
 
-from cleveragents.tool._errors import ProfileError
 from cleveragents.tool._policy import PermissionQuery
 from cleveragents.tool._spec import ToolKind, ToolSpec
+
+from ._errors import ProfileError
 
 Decision = Literal["allow", "ask", "deny"]
 Outcome = Literal["allow_once", "allow_always", "reject_once", "reject_always"]
