@@ -35,7 +35,14 @@ from ._policy import (
 )
 from ._registry import ToolRegistry
 from ._router import ProviderMessages, StreamAccumulator, ToolCallRouter
-from ._runner import Stage, StageObserver, ToolRunner, ToolRunSession, current_tool_call
+from ._runner import (
+    Stage,
+    StageObserver,
+    ToolRunner,
+    ToolRunSession,
+    current_tool_call,
+    output_text,
+)
 from ._runtime import DEFAULT_MAX_ITERATIONS, ToolCallingRuntime
 from ._spec import (
     TOOL_NAME_PATTERN,
@@ -115,4 +122,5 @@ __all__ = [
     "Usage",
     "current_tool_call",
     "error_classes",
+    "output_text",
 ]
