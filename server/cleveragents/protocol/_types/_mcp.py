@@ -1,0 +1,113 @@
+"""Wire types of MCP servers as tool sources: the entry that mounts one, and ``mcp/*``."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import attrs
+
+from ._optional import opt
+
+McpProtocol = Literal["2025-11-25", "2026-07-28"]
+McpTrust = Literal["read", "write", "execute"]
+McpStatus = Literal["starting", "ready", "failed", "stopped"]
+
+
+@attrs.define
+class McpServerEntry:
+    """An MCP server mounted as a tool source: stdio (``command``) or streamable HTTP (``url``),
+    exactly one of the two. Its tools appear as ``mcp:NAME/TOOL``."""
+
+    __wire_strict__ = True  # a misspelt key is an error, not a silently ignored setting
+
+    name: str
+    """``^[A-Za-z0-9_-]{1,64}$``, unique in its scope (the daemon, or the run)."""
+    command: str | None = opt()
+    """The program to start. Exactly one of ``command`` and ``url``."""
+    args: list[str] | None = opt()
+    """Its arguments."""
+    env: dict[str, str] | None = opt()
+    """Added to its environment, which is the shell's allow-list (``PATH``, ``LANG``, ``LC_*``,
+    ``TERM``, ``TZ``, ``HOME`` = the sandbox root, and ``shellEnv``), never the daemon's whole
+    environment."""
+    cwd: str | None = opt()
+    """Its working directory. Default: the sandbox root (the first workspace folder)."""
+    url: str | None = opt()
+    """A streamable HTTP endpoint (``http`` or ``https``)."""
+    headers: dict[str, str] | None = opt()
+    """HTTP headers (for example a token). Never logged."""
+    timeout_ms: int | None = opt()
+    """Per call; default 120,000. Progress does not extend it."""
+    startup_timeout_ms: int | None = opt()
+    """How long a run waits for the server to be ready; default 10,000."""
+    include: list[str] | None = opt()
+    """Tool names or globs to mount; default all."""
+    exclude: list[str] | None = opt()
+    """Tool names or globs to leave out."""
+    protocol: McpProtocol | None = opt()
+    """Force a protocol version. Default: detect, with no fixed probe delay, and remember."""
+    trust: McpTrust | None = opt()
+    """The kind every tool of the server counts as for the automation profile (PROTOCOL.md §16).
+    Default: ``readOnlyHint: true`` is a read, anything else a write."""
+
+
+@attrs.define
+class McpAddParams:
+    servers: list[McpServerEntry]
+    """The servers to mount daemon-wide. All or none: one bad entry refuses the whole call and
+    nothing is started."""
+
+
+@attrs.define
+class McpAddResult:
+    """The names added; each server then starts in the background (see ``mcp/servers``)."""
+
+    added: list[str]
+    """The names added, at once; ``tools/changed`` follows when a server's tools appear."""
+
+
+@attrs.define
+class McpRemoveParams:
+    names: list[str]
+    """Names of daemon-wide servers to stop. An unknown name is -32012 and removes nothing."""
+
+
+@attrs.define
+class McpRemoveResult:
+    removed: list[str]
+    """The names stopped and unmounted; ``tools/changed`` is sent for each."""
+
+
+@attrs.define
+class McpServersParams:
+    run_id: str | None = opt()
+    """Also list this active run's own servers (-32022 for an unknown or finished run)."""
+
+
+@attrs.define
+class McpServerStatus:
+    """One MCP server: where it is configured, how it is reached, and how it is doing."""
+
+    name: str
+    """The entry's name."""
+    scope: Literal["daemon", "run"]
+    """Configured daemon-wide, or by ``run/start.mcpServers``."""
+    transport: Literal["stdio", "http"]
+    """How it is reached."""
+    status: McpStatus
+    """``failed``: it did not start, or died; see ``error``."""
+    tool_count: int
+    """Its tools mounted now (after ``include``/``exclude``)."""
+    protocol_version: str | None = opt()
+    """The MCP version spoken: ``2025-11-25`` or ``2026-07-28``."""
+    error: str | None = opt()
+    """Why it failed."""
+    stderr_tail: str | None = opt()
+    """A stdio server's last 20 lines (at most 4 KiB) of stderr."""
+
+
+@attrs.define
+class McpServersResult:
+    servers: list[McpServerStatus]
+    """The daemon-wide servers, then the run's own. A removed server, or a run's once the run ended,
+    leaves the list."""

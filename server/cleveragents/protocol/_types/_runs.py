@@ -1,0 +1,229 @@
+"""Wire types of runs: ``run/*`` requests and results, and the notifications of a run.
+
+``ToolCallRecord`` is the core's own record, reused on the wire as it is.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+import attrs
+
+from ...tool import ToolCallRecord
+from ._mcp import McpServerEntry
+from ._optional import opt
+
+RunStatus = Literal["completed", "limit", "cancelled", "failed"]
+
+
+@attrs.define
+class UsageWire:
+    input_tokens: int
+    """Prompt tokens."""
+    output_tokens: int
+    """Completion tokens."""
+
+
+@attrs.define
+class RunError:
+    code: int
+    """An error code (PROTOCOL.md §18)."""
+    message: str
+    """Human-readable cause."""
+
+
+@attrs.define
+class RunResult:
+    """The outcome of a run: the ``run/start`` reply, ``run/get``, and ``run/finished``."""
+
+    run_id: str
+    """The run id."""
+    status: RunStatus
+    """How the run ended."""
+    content: str
+    """Text of the last LLM response; ``""`` when it had none. Always ``""`` for ``failed``."""
+    tool_call_history: list[ToolCallRecord]
+    """Every tool call of the run, in iteration order, and within an iteration in the order the
+    model listed them (not the order of the ``run/toolCall`` notifications)."""
+    iterations: int
+    """Number of LLM calls made (including one that failed or was cancelled)."""
+    terminated_by_limit: bool
+    """``true`` only for ``status: "limit"``."""
+    duration_ms: float
+    """Wall time of the run."""
+    error: RunError | None = opt()
+    """Present only for ``status: "failed"``."""
+    usage: UsageWire | None = opt()
+    """Token usage summed over iterations. Absent when the model reports none."""
+    omitted_records: int | None = opt()
+    """How many of the oldest records ``toolCallHistory`` leaves out because the result would not
+    fit one 64 MiB frame; each was sent in its own ``run/toolCall`` and is in the transcript."""
+
+
+@attrs.define
+class RunSummary:
+    """One line of ``run/list``: an active or persisted run."""
+
+    run_id: str
+    """The run id."""
+    status: Literal["running", "completed", "limit", "cancelled", "failed"]
+    """``running`` for active runs; else the finished status."""
+    prompt: str
+    """The run's prompt."""
+    started_at: str
+    """ISO 8601 UTC time with milliseconds, e.g. ``2026-12-02T14:15:05.727+00:00``."""
+    iterations: int
+    """Iterations so far (active) or in total."""
+    tool_call_count: int
+    """Tool calls so far (active) or in total."""
+    active: bool
+    """``true`` while the run is in this daemon's memory."""
+
+
+@attrs.define
+class RunParams:
+    """Everything a run may be started with; only ``prompt`` is required."""
+
+    prompt: str
+    """The user message. Must contain a non-space character."""
+    run_id: str | None = opt()
+    """Your id for the run: ``^[A-Za-z0-9_.-]{1,128}$``, unused in memory and in the state dir.
+    Default: a random 32-hex-digit id."""
+    system_prompt: str | None = opt()
+    """System message, placed first (not added if ``continueFrom`` history already has one)."""
+    model: str | dict[str, Any] | None = opt()
+    """Model spec for this run (model specs, PROTOCOL.md §14)."""
+    max_iterations: int | None = opt()
+    """Most LLM calls the run may make, >= 1. Default 25."""
+    tools: list[str] | None = opt()
+    """Allow-list of shared tools. Each name must be a shared tool when the run starts, else -32012.
+    The run sees only these shared tools, plus every tool registered with its ``runId`` (run-scoped
+    tools, PROTOCOL.md §7)."""
+    sandbox_root: str | None = opt()
+    """Absolute path at or inside a workspace folder (symlinks resolved), else -32019. Default: the
+    first workspace folder."""
+    plan_id: str | None = opt()
+    """Passed to tools' context; not used by the daemon."""
+    phase: str | None = opt()
+    """Passed to tools' context; not used by the daemon."""
+    automation_profile: str | None = opt()
+    """Profile for this run. Default: ``initializationOptions.automationProfile``, else
+    ``supervised``."""
+    resource_bindings: dict[str, Any] | None = opt()
+    """Free-form object given to every tool as ``resource_bindings`` (client tools:
+    ``resourceBindings``)."""
+    project_resources: dict[str, Any] | None = opt()
+    """Free-form object kept in the run's context; not sent to tools."""
+    continue_from: str | None = opt()
+    """Start from the conversation of an earlier finished run: from memory when this daemon ran it
+    recently, else rebuilt from its transcript (also a run of an earlier daemon process)."""
+    work_done_token: str | int | None = opt()
+    """LSP work-done token: the daemon reports ``$/progress`` under it."""
+    mcp_servers: list[McpServerEntry] | None = opt()
+    """MCP servers for this run only: started before its first iteration (the run waits up to each
+    one's ``startupTimeoutMs``), their tools visible to this run alone, stopped when it ends (MCP
+    servers, PROTOCOL.md §7). Checked here: a bad entry is -32602 naming its field."""
+
+
+@attrs.define
+class RunIdParams:
+    """Params of ``run/cancel`` and ``run/get``."""
+
+    run_id: str
+    """The run id."""
+
+
+@attrs.define
+class EmptyParams:
+    """Params of ``run/list``: an empty object."""
+
+
+@attrs.define
+class EmptyResult:
+    """The ``{}`` reply of ``run/cancel``."""
+
+
+@attrs.define
+class RunListResult:
+    runs: list[RunSummary]
+    """Active runs first, then persisted ones, newest first."""
+
+
+@attrs.define
+class RunStartedNotification:
+    run_id: str
+    """The run id."""
+    seq: int
+    """Always 1."""
+    sandbox_root: str
+    """The run's sandbox root (absolute path)."""
+    max_iterations: int
+    """The run's iteration limit."""
+    tools: list[str]
+    """Names of the tools the run sees, sorted, after the allow-list."""
+
+
+@attrs.define
+class MessageDeltaNotification:
+    run_id: str
+    """The run id."""
+    seq: int
+    """Per-run sequence number."""
+    iteration: int
+    """The iteration whose LLM call is streaming."""
+    text: str
+    """A fragment of text, never empty. Concatenate the fragments of one iteration."""
+
+
+@attrs.define
+class ToolCallStartedNotification:
+    run_id: str
+    """The run id."""
+    seq: int
+    """Per-run sequence number."""
+    iteration: int
+    """The iteration."""
+    call_id: str
+    """The call id, as in the later record."""
+    tool_name: str
+    """The tool name as the model gave it (it may be unknown)."""
+    inputs: dict[str, Any]
+    """The arguments exactly as the model sent them."""
+
+
+@attrs.define
+class ToolCallNotification:
+    run_id: str
+    """The run id."""
+    seq: int
+    """Per-run sequence number."""
+    record: ToolCallRecord
+    """The record of the ended call."""
+
+
+@attrs.define
+class IterationNotification:
+    run_id: str
+    """The run id."""
+    seq: int
+    """Per-run sequence number."""
+    iteration: int
+    """The iteration that ended."""
+    content: str
+    """The text of this iteration's LLM response; ``""`` when none."""
+    tool_call_count: int
+    """Number of tool calls this iteration asked for."""
+    duration_ms: float
+    """Wall time of the iteration (LLM call and tools)."""
+    usage: UsageWire | None = opt()
+    """Usage of this LLM call, when the model reports it."""
+
+
+@attrs.define
+class RunFinishedNotification:
+    run_id: str
+    """The run id."""
+    seq: int
+    """Per-run sequence number; the last one."""
+    result: RunResult
+    """The same object as the ``run/start`` reply."""
