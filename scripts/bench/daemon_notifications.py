@@ -1,4 +1,4 @@
-"""Daemon notification rate against a bare asyncio JSON-RPC writer (design §8: >= 0.5x).
+"""Daemon notification rate against a bare asyncio JSON-RPC writer (goal: >= 0.5x).
 
 Daemon side: ``python -m cleveragents serve`` with a scripted model whose one turn,
 ``{"content": "x", "toolCalls": [{"name": "nope", ...}]}``, repeats for ``--iterations``

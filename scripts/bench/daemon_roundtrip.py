@@ -1,5 +1,5 @@
 """Client-tool round trip through the daemon against a bare asyncio JSON-RPC round trip
-(design §8: within 2.5x).
+(goal: within 2.5x).
 
 Daemon side: ``python -m cleveragents serve``; the client registers a tool ``echo``
 (``tools/register``, annotated read-only so the default profile runs it without asking)

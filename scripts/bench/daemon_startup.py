@@ -1,4 +1,4 @@
-"""Daemon start to ``initialize`` reply against a bare pygls server (design §8: <= 1.15x).
+"""Daemon start to ``initialize`` reply against a bare pygls server (goal: <= 1.15x).
 
 Each sample spawns a process, writes ``initialize`` at once (it waits in the pipe) and
 stops the clock when the reply has been read; the process is then killed and reaped.
