@@ -291,8 +291,8 @@ def _workspace(flag: Path | None) -> Path:
 
 def _model(setting: Any) -> str | dict[str, Any]:
     from .client._config import config_path
+    from .llm.errors import ModelConfigError
     from .llm.spec import parse_model_spec
-    from .tool import ModelConfigError
 
     raw, source = setting.value, setting.source
     if not raw:

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from acp_kit import Spawn
 
-from cleveragents.tool import ModelProviderError
+from cleveragents.llm.errors import ModelProviderError
 
 
 class Refusing(BaseHTTPRequestHandler):

@@ -25,8 +25,7 @@ from typing import Any
 
 import attrs
 
-from cleveragents.tool._cancel import CancelToken
-from cleveragents.tool._types import LLMRequest, Message, ToolActorContext, ToolSchema
+from cleveragents.tool import CancelToken, LLMRequest, Message, ToolActorContext, ToolSchema
 
 WAIT_S = 5.0
 """The bound on every wait in these tests."""

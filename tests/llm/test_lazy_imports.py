@@ -9,8 +9,8 @@ SCRIPT = """
 import sys
 import cleveragents.tool, cleveragents.tool._router
 import cleveragents.llm.spec, cleveragents.llm.openai, cleveragents.llm.anthropic
-import cleveragents.llm._retry
-loaded = sorted({"openai", "anthropic", "httpx2"} & set(sys.modules))
+import cleveragents.llm.gemini, cleveragents.llm._retry, cleveragents.llm._clients
+loaded = sorted({"openai", "anthropic", "google.genai", "httpx2"} & set(sys.modules))
 print(",".join(loaded))
 """
 

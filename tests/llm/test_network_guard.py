@@ -6,10 +6,10 @@ import socket
 
 import pytest
 
+from cleveragents.llm.errors import ModelProviderError
 from cleveragents.llm.openai import OpenAIChatCaller
 from cleveragents.llm.spec import ModelSpec
-from cleveragents.tool._errors import ModelProviderError
-from cleveragents.tool._types import Message
+from cleveragents.tool import Message
 
 from .loopback import NetworkGuard, make_request
 

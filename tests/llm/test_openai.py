@@ -10,11 +10,10 @@ from typing import Any
 
 import pytest
 
+from cleveragents.llm.errors import ModelConfigError, ModelProviderError
 from cleveragents.llm.openai import OpenAIChatCaller
 from cleveragents.llm.spec import ModelSpec
-from cleveragents.tool._cancel import CancelToken
-from cleveragents.tool._errors import ModelConfigError, ModelProviderError
-from cleveragents.tool._types import LLMResponse, Message, ToolCall, ToolSchema, Usage
+from cleveragents.tool import CancelToken, LLMResponse, Message, ToolCall, ToolSchema, Usage
 
 from .loopback import (
     WAIT_S,

@@ -14,7 +14,7 @@ from cleveragents.llm._retry import (
     classify_status,
     retry_after_seconds,
 )
-from cleveragents.tool._errors import ModelProviderError
+from cleveragents.llm.errors import ModelProviderError
 
 from .loopback import RecordingSleep
 

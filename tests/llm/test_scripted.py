@@ -8,15 +8,9 @@ from typing import Any
 
 import pytest
 
+from cleveragents.llm.errors import ModelConfigError
 from cleveragents.llm.scripted import ScriptedModel
-from cleveragents.tool import (
-    CancelToken,
-    LLMRequest,
-    LLMResponse,
-    ModelConfigError,
-    ToolActorContext,
-    ToolCall,
-)
+from cleveragents.tool import CancelToken, LLMRequest, LLMResponse, ToolActorContext, ToolCall
 
 
 def ask(model: ScriptedModel, iteration: int, deltas: list[str] | None = None) -> LLMResponse:

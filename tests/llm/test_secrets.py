@@ -19,10 +19,10 @@ import pytest
 from cleveragents.llm import _redact
 from cleveragents.llm._base import SdkCaller
 from cleveragents.llm.anthropic import AnthropicCaller
+from cleveragents.llm.errors import ModelProviderError
 from cleveragents.llm.openai import OpenAIChatCaller
 from cleveragents.llm.spec import ModelSpec
-from cleveragents.tool._errors import ModelProviderError
-from cleveragents.tool._types import Message
+from cleveragents.tool import Message
 
 from . import test_anthropic, test_openai
 from .loopback import LoopbackServer, Recorded, Reply, data, event, json_reply, make_request

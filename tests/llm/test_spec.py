@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from cleveragents.llm.errors import ModelConfigError
 from cleveragents.llm.spec import ModelSpec, parse_model_spec, resolve_model_spec
-from cleveragents.tool import ModelConfigError
 
 
 @pytest.mark.parametrize(
@@ -14,6 +14,7 @@ from cleveragents.tool import ModelConfigError
         ("scripted:turns.json", ModelSpec("scripted", path="turns.json")),
         ("openai:gpt-4o-mini", ModelSpec("openai", model="gpt-4o-mini")),
         ("anthropic:claude-x", ModelSpec("anthropic", model="claude-x")),
+        ("gemini:gemini-2.5-flash", ModelSpec("gemini", model="gemini-2.5-flash")),
         ("client", ModelSpec("client")),
         ("openai:org/model:tag", ModelSpec("openai", model="org/model:tag")),
     ],
@@ -33,7 +34,8 @@ def test_the_object_form_takes_base_url_and_key_env() -> None:
 
 @pytest.mark.parametrize(
     "bad",
-    ["gemini:pro", "openai:", "nonsense", 42, {"provider": "nope"}, {"provider": "openai"},
+    ["cohere:command", "openai:", "nonsense", 42, {"provider": "nope"}, {"provider": "openai"},
+     {"provider": "gemini"},
      {"provider": "scripted"}, {"provider": "openai", "model": "m", "extra": 1},
      {"provider": "openai", "model": 3}],
 )  # fmt: skip
@@ -54,6 +56,26 @@ def test_the_key_comes_from_the_environment_and_never_sits_in_the_spec(
     assert spec.api_key() == "sk-mine"
     assert "sk-mine" not in repr(spec)
     assert spec.describe() == "openai:m"
+
+
+def test_the_object_form_names_gemini_too() -> None:
+    spec = parse_model_spec({"provider": "gemini", "model": "gemini-2.5-flash", "maxTokens": 64})
+    assert spec == ModelSpec("gemini", model="gemini-2.5-flash", max_tokens=64)
+
+
+def test_a_gemini_key_comes_from_google_api_key_first_then_gemini_api_key(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    spec = ModelSpec("gemini", model="m")
+    monkeypatch.delenv("GOOGLE_API_KEY", raising=False)
+    monkeypatch.delenv("GEMINI_API_KEY", raising=False)
+    assert (spec.api_key(), spec.key_env()) == (None, "GOOGLE_API_KEY or GEMINI_API_KEY")
+    monkeypatch.setenv("GEMINI_API_KEY", "g-gemini")
+    assert (spec.api_key(), spec.key_env()) == ("g-gemini", "GEMINI_API_KEY")
+    monkeypatch.setenv("GOOGLE_API_KEY", "g-google")
+    assert (spec.api_key(), spec.key_env()) == ("g-google", "GOOGLE_API_KEY")
+    mine = ModelSpec("gemini", model="m", api_key_env="MY_KEY")
+    assert (mine.api_key(), mine.key_env()) == (None, "MY_KEY")
 
 
 @pytest.mark.parametrize(

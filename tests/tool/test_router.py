@@ -14,9 +14,16 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from cleveragents.tool._errors import ModelProviderError
-from cleveragents.tool._router import ProviderMessages, ToolCallRouter
-from cleveragents.tool._types import LLMResponse, Message, ToolCall, ToolSchema, Usage
+from cleveragents.tool import (
+    LLMResponse,
+    Message,
+    ProviderMessages,
+    ProviderStreamError,
+    ToolCall,
+    ToolCallRouter,
+    ToolSchema,
+    Usage,
+)
 
 SAFE = re.compile(r"[a-zA-Z0-9_-]{1,64}")
 NAME_CHARS = "ABCXYZabcxyz0189_.:/-"
@@ -737,11 +744,11 @@ def test_anthropic_stream_accumulates_text_json_fragments_and_usage() -> None:
     )
 
 
-def test_anthropic_stream_error_event_raises_a_provider_error() -> None:
+def test_anthropic_stream_error_event_raises_a_provider_stream_error() -> None:
     accumulator = ToolCallRouter("anthropic").stream(iteration=1)
-    with pytest.raises(ModelProviderError) as info:
+    with pytest.raises(ProviderStreamError) as info:
         accumulator.feed({"type": "error", "error": {"type": "overloaded_error", "message": "x"}})
-    assert info.value.code == ModelProviderError.code
+    assert (info.value.kind, info.value.detail) == ("overloaded_error", "x")
 
 
 def test_gemini_stream_appends_text_and_numbers_calls_across_chunks() -> None:

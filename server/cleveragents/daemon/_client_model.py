@@ -10,9 +10,10 @@ from __future__ import annotations
 import asyncio
 from typing import TYPE_CHECKING, Any
 
+from ..llm.errors import ModelProviderError
 from ..protocol import ParamsError, structure, unstructure, wire
 from ..protocol import methods as m
-from ..tool import LLMRequest, LLMResponse, Message, ModelProviderError, ToolCall, Usage
+from ..tool import LLMRequest, LLMResponse, Message, ToolCall, Usage
 from ._peer import Peer, PeerRequestError
 
 if TYPE_CHECKING:

@@ -1,7 +1,8 @@
 """What the SDK-backed adapters share: spec checks, the lazy SDK import, the key rule,
-the router, the retry policy, cancellation, and keeping the key and the ``baseUrl``'s
-credentials out of errors and logs (through ``_redact``). Each adapter adds its request
-body and its streaming; nothing here knows a provider's wire format.
+the router, the retry policy, cancellation, the SDK clients' lifetime (``_clients``), and
+keeping the key and the ``baseUrl``'s credentials out of errors and logs (``_redact``).
+Each adapter adds its request body, its client, and how its SDK streams and fails;
+nothing here knows a provider's wire format.
 """
 
 from __future__ import annotations
@@ -10,19 +11,22 @@ import asyncio
 import functools
 import importlib
 from abc import ABC, abstractmethod
+from collections.abc import Awaitable, Mapping, Sequence
 from typing import Any, ClassVar
 
-from ..tool._errors import ModelConfigError
-from ..tool._router import Provider, ToolCallRouter
-from ..tool._types import LLMRequest, LLMResponse
+from cleveragents.tool import LLMRequest, LLMResponse, ProviderFormat, ToolCallRouter
+
+from ._clients import ClientPool
 from ._redact import guard_logs, remember, url_secrets
 from ._retry import (
+    Failure,
     RetryPolicy,
     Sleep,
     classify_sdk_error,
     run_cancellable,
     stream_with_retries,
 )
+from .errors import ModelConfigError
 from .spec import ModelSpec
 
 NO_KEY = "no-key"
@@ -32,14 +36,19 @@ NO_KEY = "no-key"
 class SdkCaller(ABC):
     """An async ``LLMCaller`` over an official SDK, built from a ``ModelSpec``.
 
+    One instance serves every call of every run that uses its spec, over one SDK client
+    (one connection pool) per event loop; :meth:`aclose` closes them.
+
     The keyword arguments tune the retry policy; tests shrink them to milliseconds.
     ``sleep`` waits between retries (``asyncio.sleep``; tests may record instead).
     """
 
-    provider: ClassVar[Provider]
+    provider: ClassVar[ProviderFormat]
     package: ClassVar[str]
+    """The SDK's import name."""
+    extra: ClassVar[str]
+    """The ``cleveragents[...]`` extra that installs the SDK."""
     example_spec: ClassVar[str]
-    default_key_env: ClassVar[str]
 
     def __init__(
         self,
@@ -60,19 +69,19 @@ class SdkCaller(ABC):
         except ImportError:
             raise ModelConfigError(
                 f"the {name} provider needs the '{self.package}' package: "
-                f"pip install 'cleveragents[{self.package}]'"
+                f"pip install 'cleveragents[{self.extra}]'"
             ) from None
         self.spec = spec
-        self._key_env = spec.api_key_env or self.default_key_env
         if not spec.api_key() and not spec.base_url:
             raise ModelConfigError(
-                f"no API key for {spec.describe()}: set {self._key_env}, "
+                f"no API key for {spec.describe()}: set {spec.key_env()}, "
                 "or give a baseUrl for a server that needs none"
             )
         guard_logs()  # the SDK, and the HTTP stack under it, are imported by now
         self._router = ToolCallRouter(name)
         self._policy = RetryPolicy(spec.max_retries, base_delay_s, max_delay_s, max_retry_after_s)
         self._sleep = sleep
+        self._clients = ClientPool(self._new_client, self._close_client)
 
     def __repr__(self) -> str:  # never the key
         return f"{type(self).__name__}({self.spec.describe()!r})"
@@ -80,17 +89,41 @@ class SdkCaller(ABC):
     async def __call__(self, request: LLMRequest) -> LLMResponse:
         return await run_cancellable(self._call(request), request.cancel)
 
+    async def aclose(self) -> None:
+        """Close the SDK clients and their connections; a later call opens new ones."""
+        await self._clients.aclose()
+
     @abstractmethod
     def body(self, request: LLMRequest) -> dict[str, Any]:
         """The request's keyword arguments for one call (never the key)."""
 
     @abstractmethod
-    def _client(self, key: str) -> Any:
-        """A new async SDK client (an async context manager)."""
+    def _new_client(self, key: str) -> Any:
+        """A new async SDK client with its own connection pool."""
 
     @abstractmethod
-    def _create(self, client: Any, body: dict[str, Any]) -> Any:
-        """Start the streamed request (an awaitable of the SDK's stream)."""
+    async def _close_client(self, client: Any) -> None:
+        """Close a client made by :meth:`_new_client`."""
+
+    @abstractmethod
+    def _open_stream(self, client: Any, body: dict[str, Any]) -> Awaitable[Any]:
+        """Start the streamed request: an awaitable of an async context manager that
+        iterates the SDK's items."""
+
+    def _chunk(self, item: Any) -> Mapping[str, Any]:
+        """One SDK stream item as the router's chunk dict."""
+        return item.model_dump(mode="json")  # type: ignore[no-any-return]
+
+    def _classify(self, exc: BaseException, secrets: Sequence[str]) -> Failure | None:
+        """Map one failed attempt's exception; ``None`` when it is not the provider's."""
+        return classify_sdk_error(
+            exc,
+            self._sdk,
+            timeout_s=self.spec.timeout_s,
+            key_env=self.spec.key_env(),
+            model=self.spec.model,
+            secrets=secrets,
+        )
 
     async def _call(self, request: LLMRequest) -> LLMResponse:
         body = self.body(request)
@@ -98,21 +131,14 @@ class SdkCaller(ABC):
         # Read per call, since the environment may change between runs of one caller.
         secrets = (*((key,) if key else ()), *url_secrets(self.spec.base_url))
         remember(secrets)
-        classify = functools.partial(
-            classify_sdk_error,
-            sdk=self._sdk,
-            timeout_s=self.spec.timeout_s,
-            key_env=self._key_env,
-            model=self.spec.model,
-            secrets=secrets,
+        client = await self._clients.get(key or NO_KEY)
+        return await stream_with_retries(
+            lambda: self._open_stream(client, body),
+            start=lambda: self._router.stream(iteration=request.iteration),
+            on_delta=request.on_delta,
+            policy=self._policy,
+            classify=functools.partial(self._classify, secrets=secrets),
+            label=self.spec.describe(),
+            sleep=self._sleep,
+            as_chunk=self._chunk,
         )
-        async with self._client(key or NO_KEY) as client:
-            return await stream_with_retries(
-                lambda: self._create(client, body),
-                start=lambda: self._router.stream(iteration=request.iteration),
-                on_delta=request.on_delta,
-                policy=self._policy,
-                classify=classify,
-                label=self.spec.describe(),
-                sleep=self._sleep,
-            )

@@ -7,12 +7,13 @@ Owns:
 - the short, key-free ``ModelProviderError`` messages (see the table in docs/models.md);
 - aborting the in-flight call when the run's ``CancelToken`` fires.
 
-Deliberately does not import any SDK at module level. Both official SDKs are generated
-from one template, so their exceptions share names and attributes
-(``APIStatusError.status_code/response/body``, ``APITimeoutError``, ...): each adapter
-passes its SDK module to :func:`classify_sdk_error`. SDK exceptions never leave this
-module: the error raised is ours, with its context suppressed, because the SDK's text
-carries the provider's response body.
+Deliberately does not import any SDK at module level. The ``openai`` and ``anthropic``
+SDKs are generated from one template, so their exceptions share names and attributes
+(``APIStatusError.status_code/response/body``, ``APITimeoutError``, ...): those adapters
+pass their SDK module to :func:`classify_sdk_error`; the Gemini adapter maps its SDK's
+own errors, on top of :func:`classify_common` and :func:`classify_status`. SDK
+exceptions never leave the adapters: the error raised is ours, with its context
+suppressed, because the SDK's text carries the provider's response body.
 """
 
 from __future__ import annotations
@@ -29,11 +30,10 @@ from typing import Any, TypeVar
 
 import attrs
 
-from ..tool._cancel import CancelToken
-from ..tool._errors import ModelProviderError
-from ..tool._router import StreamAccumulator
-from ..tool._types import LLMResponse
+from cleveragents.tool import CancelToken, LLMResponse, ProviderStreamError, StreamAccumulator
+
 from ._redact import Redactor
+from .errors import ModelProviderError
 
 log = logging.getLogger(__name__)
 
@@ -141,9 +141,10 @@ async def stream_with_retries(
     classify: Callable[[BaseException], Failure | None],
     label: str,
     sleep: Sleep = asyncio.sleep,
+    as_chunk: Callable[[Any], Mapping[str, Any]] = lambda item: item.model_dump(mode="json"),
 ) -> LLMResponse:
     """One streamed model call with retries: ``open_stream`` returns an SDK stream of
-    pydantic items, fed as dicts to a fresh accumulator from ``start`` per attempt.
+    items, fed as dicts (``as_chunk``) to a fresh accumulator from ``start`` per attempt.
 
     Text goes to ``on_delta`` as it arrives; once some has, a failure is final, since a
     retry would report that text twice. A stream that closes without a stop reason is a
@@ -157,7 +158,7 @@ async def stream_with_retries(
         stream = await open_stream()
         async with stream:
             async for item in stream:
-                text = accumulator.feed(item.model_dump(mode="json"))
+                text = accumulator.feed(as_chunk(item))
                 if text:
                     streamed = True
                     on_delta(text)
@@ -207,13 +208,12 @@ def classify_sdk_error(
 ) -> Failure | None:
     """Map an exception of the ``openai`` or ``anthropic`` SDK (or of their HTTP layer)
     to a :class:`Failure`; ``None`` when it is neither."""
-    import httpx2
-
-    if isinstance(exc, StreamEndedEarly):
-        return Failure("the stream ended before the model finished", retryable=True)
-    if isinstance(exc, sdk.APITimeoutError | httpx2.TimeoutException):
+    common = classify_common(exc, timeout_s=timeout_s, secrets=secrets)
+    if common is not None:
+        return common
+    if isinstance(exc, sdk.APITimeoutError):
         return Failure(f"no response within {timeout_s:g}s", retryable=True)
-    if isinstance(exc, sdk.APIConnectionError | httpx2.TransportError):
+    if isinstance(exc, sdk.APIConnectionError):
         return Failure("could not connect to the provider (check baseUrl)", retryable=True)
     if isinstance(exc, sdk.APIStatusError) and exc.status_code >= 400:
         return classify_status(
@@ -225,16 +225,37 @@ def classify_sdk_error(
             secrets=secrets,
         )
     if isinstance(exc, sdk.APIError):  # an error event inside a 200 stream
-        kind, detail = _error_fields(exc.body)
-        text = _sanitize(detail or kind or "", secrets)
-        return Failure(
-            f"the provider reported an error mid-stream: {text}".rstrip(": "),
-            retryable=kind in _RETRYABLE_TYPES,
-        )
+        return _mid_stream(*_error_fields(exc.body), secrets)
     base = getattr(sdk, "OpenAIError", None) or getattr(sdk, "AnthropicError", None)
     if base is not None and isinstance(exc, base):
         return Failure(f"the provider client failed ({type(exc).__name__})", retryable=False)
     return None
+
+
+def classify_common(
+    exc: BaseException, *, timeout_s: float, secrets: Sequence[str] = ()
+) -> Failure | None:
+    """What every adapter maps alike: a stream cut short, an error event the router
+    read, and the HTTP layer's timeouts and connection failures."""
+    import httpx2
+
+    if isinstance(exc, StreamEndedEarly):
+        return Failure("the stream ended before the model finished", retryable=True)
+    if isinstance(exc, ProviderStreamError):
+        return _mid_stream(exc.kind, exc.detail, secrets)
+    if isinstance(exc, httpx2.TimeoutException):
+        return Failure(f"no response within {timeout_s:g}s", retryable=True)
+    if isinstance(exc, httpx2.TransportError):
+        return Failure("could not connect to the provider (check baseUrl)", retryable=True)
+    return None
+
+
+def _mid_stream(kind: str, detail: str, secrets: Sequence[str]) -> Failure:
+    text = _sanitize(detail or kind or "", secrets)
+    return Failure(
+        f"the provider reported an error mid-stream: {text}".rstrip(": "),
+        retryable=kind in _RETRYABLE_TYPES,
+    )
 
 
 def classify_status(

@@ -1,6 +1,6 @@
 """``anthropic:MODEL``: an ``LLMCaller`` over the messages API, always streamed.
 
-Owns the request body and the client's lifetime; the wire format is
+Owns the request body and the client; the wire format is
 ``ToolCallRouter("anthropic")``'s, and retries, error messages and cancellation are
 ``_retry``'s.
 
@@ -14,16 +14,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..tool._types import LLMRequest
+from cleveragents.tool import LLMRequest
+
 from ._base import SdkCaller
 
-DEFAULT_KEY_ENV = "ANTHROPIC_API_KEY"
 DEFAULT_MAX_TOKENS = 4096
 """The messages API requires ``max_tokens``; used when the spec sets none."""
 
 
 class AnthropicCaller(SdkCaller):
-    """Calls one Claude model; one instance serves every iteration of a run.
+    """Calls one Claude model; one instance serves every call of the runs that use its spec.
 
     The keyword arguments tune the retry policy; tests shrink them to milliseconds.
     ``sleep`` waits between retries (``asyncio.sleep``; tests may record instead).
@@ -32,7 +32,7 @@ class AnthropicCaller(SdkCaller):
     provider = "anthropic"
     package = "anthropic"
     example_spec = "anthropic:claude-sonnet-4-5"
-    default_key_env = DEFAULT_KEY_ENV
+    extra = "anthropic"
 
     def body(self, request: LLMRequest) -> dict[str, Any]:
         """The keyword arguments of ``messages.create`` for one call (never the key)."""
@@ -54,10 +54,13 @@ class AnthropicCaller(SdkCaller):
             body["extra_body"] = {"temperature": spec.temperature}
         return body
 
-    def _client(self, key: str) -> Any:
+    def _new_client(self, key: str) -> Any:
         return self._sdk.AsyncAnthropic(
             api_key=key, base_url=self.spec.base_url, timeout=self.spec.timeout_s, max_retries=0
         )
 
-    def _create(self, client: Any, body: dict[str, Any]) -> Any:
+    async def _close_client(self, client: Any) -> None:
+        await client.close()
+
+    def _open_stream(self, client: Any, body: dict[str, Any]) -> Any:
         return client.messages.create(**body)

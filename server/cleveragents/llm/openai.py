@@ -1,7 +1,7 @@
 """``openai:MODEL``: an ``LLMCaller`` over the chat-completions API, always streamed.
 
 Works with OpenAI and with any compatible server through ``baseUrl`` (vLLM, Ollama,
-llama.cpp, ...). Owns the request body and the client's lifetime; the wire format is
+llama.cpp, ...). Owns the request body and the client; the wire format is
 ``ToolCallRouter("openai")``'s, and retries, error messages and cancellation are
 ``_retry``'s.
 
@@ -14,14 +14,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..tool._types import LLMRequest
-from ._base import SdkCaller
+from cleveragents.tool import LLMRequest
 
-DEFAULT_KEY_ENV = "OPENAI_API_KEY"
+from ._base import SdkCaller
 
 
 class OpenAIChatCaller(SdkCaller):
-    """Calls one chat-completions model; one instance serves every iteration of a run.
+    """Calls one chat-completions model; one instance serves every call of the runs that
+    use its spec.
 
     The keyword arguments tune the retry policy; tests shrink them to milliseconds.
     ``sleep`` waits between retries (``asyncio.sleep``; tests may record instead).
@@ -30,7 +30,7 @@ class OpenAIChatCaller(SdkCaller):
     provider = "openai"
     package = "openai"
     example_spec = "openai:gpt-4o-mini"
-    default_key_env = DEFAULT_KEY_ENV
+    extra = "openai"
 
     def body(self, request: LLMRequest) -> dict[str, Any]:
         """The chat-completions request body for one call (the key is never in it)."""
@@ -54,10 +54,13 @@ class OpenAIChatCaller(SdkCaller):
             body["temperature"] = spec.temperature
         return body
 
-    def _client(self, key: str) -> Any:
+    def _new_client(self, key: str) -> Any:
         return self._sdk.AsyncOpenAI(
             api_key=key, base_url=self.spec.base_url, timeout=self.spec.timeout_s, max_retries=0
         )
 
-    def _create(self, client: Any, body: dict[str, Any]) -> Any:
+    async def _close_client(self, client: Any) -> None:
+        await client.close()
+
+    def _open_stream(self, client: Any, body: dict[str, Any]) -> Any:
         return client.chat.completions.create(**body)

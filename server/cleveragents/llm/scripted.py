@@ -12,7 +12,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..tool import LLMRequest, LLMResponse, ModelConfigError, ToolCall
+from cleveragents.tool import LLMRequest, LLMResponse, ToolCall
+
+from .errors import ModelConfigError
 
 
 class ScriptedModel:

@@ -1,5 +1,5 @@
-"""Model specs: parse ``scripted:PATH``, ``openai:MODEL``, ``anthropic:MODEL``, ``client``
-and the object form, and build the matching ``LLMCaller``.
+"""Model specs: parse ``scripted:PATH``, ``openai:MODEL``, ``anthropic:MODEL``,
+``gemini:MODEL``, ``client`` and the object form, and build the matching ``LLMCaller``.
 
 Provider modules are imported lazily here, so importing this module (and starting the
 daemon) never imports a provider SDK.
@@ -9,27 +9,39 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 import attrs
 
-from ..tool import ModelConfigError
-from ..tool._types import LLMCaller
+from cleveragents.tool import LLMCaller
 
-Provider = Literal["scripted", "openai", "anthropic", "client"]
-PROVIDERS: tuple[Provider, ...] = ("scripted", "openai", "anthropic", "client")
+from .errors import ModelConfigError
+
+ModelSource = Literal["scripted", "openai", "anthropic", "gemini", "client"]
+"""Where a run's model answers come from: a script, an HTTP provider, or the client."""
+MODEL_SOURCES: tuple[ModelSource, ...] = get_args(ModelSource)
+HTTP_PROVIDERS: tuple[ModelSource, ...] = ("openai", "anthropic", "gemini")
+
+KEY_ENVS: dict[ModelSource, tuple[str, ...]] = {
+    "openai": ("OPENAI_API_KEY",),
+    "anthropic": ("ANTHROPIC_API_KEY",),
+    # As the google-genai SDK reads them: GOOGLE_API_KEY wins when both are set.
+    "gemini": ("GOOGLE_API_KEY", "GEMINI_API_KEY"),
+}
+"""The variables an HTTP provider's key is read from when the spec names none."""
 
 MODEL_ENV_VAR = "CLEVERAGENTS_MODEL"
 
 ACCEPTED_FORMS = (
-    "a model spec is 'scripted:PATH', 'openai:MODEL', 'anthropic:MODEL' or 'client', "
+    "a model spec is 'scripted:PATH', 'openai:MODEL', 'anthropic:MODEL', 'gemini:MODEL' "
+    "or 'client', "
     "or an object {provider, model?, baseUrl?, apiKeyEnv?, script?, maxTokens?, temperature?}"
 )
 
 HOW_TO_SET_A_MODEL = (
     "no model is configured: pass 'model' in run/start or in initializationOptions, "
     f"or set {MODEL_ENV_VAR}; for example 'scripted:turns.json', 'openai:gpt-4o-mini', "
-    "'anthropic:claude-sonnet-4-5' or 'client'"
+    "'anthropic:claude-sonnet-4-5', 'gemini:gemini-2.5-flash' or 'client'"
 )
 
 
@@ -37,7 +49,7 @@ HOW_TO_SET_A_MODEL = (
 class ModelSpec:
     """A parsed model spec. ``script`` holds inline scripted turns (object form)."""
 
-    provider: Provider
+    provider: ModelSource
     model: str | None = None
     base_url: str | None = None
     api_key_env: str | None = None
@@ -55,12 +67,23 @@ class ModelSpec:
         would otherwise be refused as a header value by the HTTP library, which logs the
         whole header, key included. A key that is empty after that is not set (``None``).
         """
-        default = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}.get(self.provider)
-        name = self.api_key_env or default
-        raw = os.environ.get(name) if name else None
-        if raw is None:
-            return None
-        return raw.replace("\r", "").replace("\n", "").strip() or None
+        for name in self._key_envs():
+            raw = os.environ.get(name)
+            key = raw.replace("\r", "").replace("\n", "").strip() if raw is not None else ""
+            if key:
+                return key
+        return None
+
+    def key_env(self) -> str:
+        """The variable the key is read from (the first that is set), for messages."""
+        names = self._key_envs()
+        for name in names:
+            if (os.environ.get(name) or "").strip():
+                return name
+        return " or ".join(names) if names else "no key variable"
+
+    def _key_envs(self) -> tuple[str, ...]:
+        return (self.api_key_env,) if self.api_key_env else KEY_ENVS.get(self.provider, ())
 
     def describe(self) -> str:
         """A short, secret-free label for logs and transcripts."""
@@ -105,8 +128,8 @@ def _parse_string(text: str) -> ModelSpec:
         raise ModelConfigError(f"invalid model spec {text!r}: {ACCEPTED_FORMS}")
     if provider == "scripted":
         return ModelSpec("scripted", path=rest)
-    if provider in ("openai", "anthropic"):
-        return ModelSpec(provider, model=rest)  # type: ignore[arg-type]
+    if provider in HTTP_PROVIDERS:
+        return ModelSpec(provider, model=rest)
     raise ModelConfigError(f"unknown model provider {provider!r}: {ACCEPTED_FORMS}")
 
 
@@ -115,7 +138,7 @@ def _parse_object(obj: Mapping[str, Any]) -> ModelSpec:
     if unknown:
         raise ModelConfigError(f"unknown model spec field {unknown[0]!r}: {ACCEPTED_FORMS}")
     provider = obj.get("provider")
-    if provider not in PROVIDERS:
+    if provider not in MODEL_SOURCES:
         raise ModelConfigError(f"unknown model provider {provider!r}: {ACCEPTED_FORMS}")
 
     def opt(key: str, kind: type | tuple[type, ...]) -> Any:
@@ -130,7 +153,7 @@ def _parse_object(obj: Mapping[str, Any]) -> ModelSpec:
         not isinstance(script, list) or not all(isinstance(t, Mapping) for t in script)
     ):
         raise ModelConfigError("model spec field 'script' must be a list of turn objects")
-    if provider in ("openai", "anthropic") and not model:
+    if provider in HTTP_PROVIDERS and not model:
         raise ModelConfigError(f"model spec for {provider} needs 'model': {ACCEPTED_FORMS}")
     path = opt("path", str)
     if provider == "scripted" and script is None and path is None:
@@ -179,4 +202,8 @@ def create_caller(spec: ModelSpec) -> LLMCaller:
         from .anthropic import AnthropicCaller
 
         return AnthropicCaller(spec)
+    if spec.provider == "gemini":
+        from .gemini import GeminiCaller
+
+        return GeminiCaller(spec)
     raise ModelConfigError("the 'client' model is served by the daemon (llm/generate)")

@@ -7,13 +7,12 @@ tools stand on it, never the other way round.
 """
 
 from ._cancel import CancelToken
+from ._codec import ProviderFormat, ProviderMessages, ProviderStreamError
 from ._errors import (
     CleverAgentsError,
     DuplicateToolError,
     InvalidToolNameError,
     JsonRpcCode,
-    ModelConfigError,
-    ModelProviderError,
     ToolActivationError,
     ToolCancelledError,
     ToolError,
@@ -34,7 +33,7 @@ from ._policy import (
     ToolPolicy,
 )
 from ._registry import ToolRegistry
-from ._router import ProviderMessages, StreamAccumulator, ToolCallRouter
+from ._router import ToolCallRouter
 from ._runner import (
     Stage,
     StageObserver,
@@ -52,6 +51,7 @@ from ._spec import (
     ToolKind,
     ToolSpec,
 )
+from ._stream import StreamAccumulator
 from ._types import (
     RESERVED_INPUT_KEYS,
     JSONValue,
@@ -86,12 +86,12 @@ __all__ = [
     "LLMRequest",
     "LLMResponse",
     "Message",
-    "ModelConfigError",
-    "ModelProviderError",
     "NullEventSink",
     "PermissionOutcome",
     "PermissionQuery",
+    "ProviderFormat",
     "ProviderMessages",
+    "ProviderStreamError",
     "SchemaDefinitionError",
     "Stage",
     "StageObserver",

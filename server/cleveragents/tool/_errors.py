@@ -135,13 +135,4 @@ class ToolCancelledError(ToolError):
     code = -32030
 
 
-# The model errors move to cleveragents.llm.errors (issue 13); kept here until then.
-class ModelConfigError(CleverAgentsError, ValueError):
-    code = -32020
-
-
-class ModelProviderError(CleverAgentsError):
-    code = -32021
-
-
 _register(CleverAgentsError)

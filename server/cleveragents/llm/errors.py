@@ -1,0 +1,27 @@
+"""The model layer's errors, on the core's base (see ``cleveragents.tool``'s tree).
+
+    CleverAgentsError                 -32010  (cleveragents.tool)
+    ├── ModelConfigError              -32020  no model, or a malformed model spec
+    └── ModelProviderError            -32021  the provider failed (HTTP, auth, overflow)
+
+``ModelConfigError`` is raised before a run starts (a spec, a missing key or SDK extra);
+``ModelProviderError`` ends a run as failed, with a message that never holds a key.
+"""
+
+from __future__ import annotations
+
+from cleveragents.tool import CleverAgentsError
+
+__all__ = ["ModelConfigError", "ModelProviderError"]
+
+
+class ModelConfigError(CleverAgentsError, ValueError):
+    """No model, a malformed model spec, a missing key, script file or SDK extra."""
+
+    code = -32020
+
+
+class ModelProviderError(CleverAgentsError):
+    """The provider failed (HTTP, auth, context overflow), or the client's model did."""
+
+    code = -32021

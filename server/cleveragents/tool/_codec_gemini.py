@@ -1,0 +1,196 @@
+"""The Gemini ``generateContent`` format: tools, history, and streamed responses.
+
+Owns what Gemini asks of tools beyond the shared encoding:
+
+- a function name starts with a letter or ``_``, so a name that would start with a
+  digit or ``-`` gets the :data:`NAME_LEAD` (``9lives`` -> ``_-x9lives``);
+- a parameter schema is cleaned of what Gemini refuses (:func:`gemini_schema`).
+
+Gemini's responses carry no call id (newer models may send one, which is kept), so
+calls are numbered across the chunks of one stream. Thought parts carry no answer text.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, assert_never
+
+from ._codec import (
+    NAME_LEAD,
+    JSONObject,
+    NameEncoder,
+    ProviderMessages,
+    ToolDeclaration,
+    as_int,
+    call_id,
+    plain,
+    split_turns,
+)
+from ._stream import StreamDraft
+from ._types import Message, Usage
+
+_DROPPED_KEYWORDS = frozenset({"additionalProperties", "format", "definitions"})
+"""Refused by Gemini, or meaningless once references are inlined. ``format`` goes
+whole: the runner still validates arguments against the tool's own schema."""
+_ONE_SUBSCHEMA = ("items", "not", "contains", "if", "then", "else", "propertyNames")
+_SUBSCHEMA_LISTS = ("allOf", "prefixItems")
+_SUBSCHEMA_MAPS = ("properties", "patternProperties")
+_UNIONS = ("anyOf", "oneOf")
+_NULL = {"type": "null"}
+
+
+class GeminiCodec:
+    """Function declarations in one tool; ``model`` role; results by tool name."""
+
+    def name_tokens(self, tokens: list[str]) -> list[str]:
+        first = tokens[0][0]
+        return tokens if first.isalpha() or first == "_" else [NAME_LEAD, *tokens]
+
+    def tools(self, declarations: Sequence[ToolDeclaration]) -> list[JSONObject]:
+        if not declarations:
+            return []
+        functions = [
+            {
+                "name": d.name,
+                "description": d.description,
+                "parametersJsonSchema": gemini_schema(d.parameters),
+            }
+            for d in declarations
+        ]
+        return [{"functionDeclarations": functions}]
+
+    def messages(self, messages: Sequence[Message], encode: NameEncoder) -> ProviderMessages:
+        return split_turns(messages, lambda m, names: _parts(m, names, encode), "parts")
+
+    def feed(self, draft: StreamDraft, chunk: Mapping[str, Any]) -> str:
+        meta = chunk.get("usageMetadata")
+        if meta:
+            draft.usage = Usage(
+                as_int(meta.get("promptTokenCount")),
+                as_int(meta.get("candidatesTokenCount")) + as_int(meta.get("thoughtsTokenCount")),
+            )
+        text: list[str] = []
+        for candidate in (chunk.get("candidates") or ())[:1]:
+            if candidate.get("finishReason"):
+                draft.stop = candidate["finishReason"]
+            for part in (candidate.get("content") or {}).get("parts") or ():
+                if "functionCall" in part:
+                    function = part["functionCall"] or {}
+                    call = draft.call(len(draft.calls))
+                    call.id = str(function.get("id") or "")
+                    call.name = str(function.get("name") or "")
+                    call.args_obj = function.get("args") or {}
+                elif isinstance(part.get("text"), str) and not part.get("thought"):
+                    text.append(part["text"])
+        return "".join(text)
+
+    def events(self, payload: Mapping[str, Any]) -> Iterable[Mapping[str, Any]]:
+        return [payload]
+
+
+CODEC = GeminiCodec()
+
+
+def _parts(
+    message: Message, names: Mapping[str, str], encode: NameEncoder
+) -> tuple[str, list[JSONObject]]:
+    match message.role:
+        case "user":
+            return "user", [{"text": message.content}]
+        case "assistant":
+            parts: list[JSONObject] = []
+            if message.content:
+                parts.append({"text": message.content})
+            parts.extend(
+                {"functionCall": {"name": encode(call.name), "args": dict(call.arguments)}}
+                for call in message.tool_calls
+            )
+            return "model", parts
+        case "tool":
+            name = message.name or names.get(call_id(message))
+            if not name:
+                raise ValueError(
+                    f"tool result {message.tool_call_id!r} names no tool; "
+                    "Gemini needs the tool name with each result"
+                )
+            key = "error" if message.is_error else "output"
+            response = {"name": encode(name), "response": {key: message.content}}
+            return "user", [{"functionResponse": response}]
+        case "system":  # split_turns takes these apart; kept for exhaustiveness
+            raise AssertionError("system messages are not parts")
+        case _:
+            assert_never(message.role)
+
+
+# -- schemas -------------------------------------------------------------------------------
+
+
+def gemini_schema(schema: JSONObject) -> JSONObject:
+    """A tool's parameter schema as Gemini accepts it (a new object; ``schema`` is kept).
+
+    - local ``$ref`` s (``#/$defs/X``, ``#/definitions/X``, any ``#/...`` pointer) are
+      inlined; a reference back into itself (recursion) is cut to what stands beside
+      it, usually ``{}`` (any value), and so is one that does not resolve;
+    - every other ``$`` keyword (``$defs``, ``$schema``, ``$id``, ...) and
+      ``definitions``, ``additionalProperties`` and ``format`` are dropped;
+    - a ``null`` branch of ``anyOf``/``oneOf`` and ``"null"`` in a ``type`` list are
+      dropped; a union left with one branch becomes that branch.
+    """
+    cleaned = _clean(schema, schema, ())
+    return cleaned if isinstance(cleaned, dict) else {}
+
+
+def _clean(node: Any, root: Mapping[str, Any], active: tuple[str, ...]) -> Any:
+    if not isinstance(node, Mapping):
+        return node
+    ref = node.get("$ref")
+    if isinstance(ref, str):
+        beside = {k: v for k, v in node.items() if k != "$ref"}
+        target = _resolve(root, ref) if ref not in active else None
+        if target is None:
+            return _clean(beside, root, active)
+        return _clean({**target, **beside}, root, (*active, ref))
+    out: JSONObject = {}
+    for key, value in node.items():
+        if key.startswith("$") or key in _DROPPED_KEYWORDS or key in _UNIONS:
+            continue
+        if key in _ONE_SUBSCHEMA and not isinstance(value, list):
+            out[key] = _clean(value, root, active)
+        elif key in (*_SUBSCHEMA_LISTS, *_ONE_SUBSCHEMA) and isinstance(value, list):
+            out[key] = _clean_each(value, root, active)
+        elif key in _SUBSCHEMA_MAPS and isinstance(value, Mapping):
+            out[key] = {str(k): _clean(v, root, active) for k, v in value.items()}
+        elif key == "type" and isinstance(value, list):
+            kinds = [kind for kind in value if kind != "null"]
+            if kinds:
+                out[key] = kinds[0] if len(kinds) == 1 else kinds
+        else:
+            out[key] = plain(value)
+    for key in _UNIONS:
+        if isinstance(node.get(key), list):
+            branches = [b for b in _clean_each(node[key], root, active) if b != _NULL]
+            if len(branches) == 1 and isinstance(branches[0], dict):
+                out = {**branches[0], **out}  # the outer description wins
+            elif branches:
+                out[key] = branches
+    return out
+
+
+def _clean_each(values: list[Any], root: Mapping[str, Any], active: tuple[str, ...]) -> list[Any]:
+    return [_clean(v, root, active) for v in values]
+
+
+def _resolve(root: Mapping[str, Any], ref: str) -> Mapping[str, Any] | None:
+    """The object a local JSON pointer names, or ``None``."""
+    if not ref.startswith("#"):
+        return None
+    node: Any = root
+    for raw in ref[1:].split("/")[1:]:
+        part = raw.replace("~1", "/").replace("~0", "~")
+        if isinstance(node, Mapping) and part in node:
+            node = node[part]
+        elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
+            node = node[int(part)]
+        else:
+            return None
+    return node if isinstance(node, Mapping) else None
