@@ -5,7 +5,7 @@ imports neither pygls nor the daemon.
 """
 
 from ._client import Client
-from ._connection import Connection, HandlerError, RpcError
+from ._connection import DaemonConnection, HandlerError, RpcError
 from ._stderr import DaemonStartError
 
-__all__ = ["Client", "Connection", "DaemonStartError", "HandlerError", "RpcError"]
+__all__ = ["Client", "DaemonConnection", "DaemonStartError", "HandlerError", "RpcError"]

@@ -22,69 +22,29 @@ import contextlib
 import inspect
 import os
 import sys
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, TypeVar, overload
 
-import attrs
-
-from ..protocol import camel, wire
 from ..protocol import methods as m
-from ._connection import Connection, HandlerError, RpcError
+from ..tool import JsonRpcCode
+from ._arguments import (
+    EventCallback,
+    LlmCallback,
+    PermissionCallback,
+    ToolFunction,
+    initialize_params,
+    permission_outcome,
+    run_params,
+)
+from ._connection import DaemonConnection, HandlerError, RpcError
 from ._schema import function_schema
 from ._stderr import DaemonStartError, LineCallback, StderrTail, to_stderr
 
-ToolFunction = Callable[[dict[str, Any]], Any | Awaitable[Any]]
-EventCallback = Callable[[str, dict[str, Any]], None]
-PermissionAnswer = str | Mapping[str, Any]
-PermissionCallback = Callable[[dict[str, Any]], PermissionAnswer | Awaitable[PermissionAnswer]]
-"""Answers ``permission/request`` params with an outcome or ``{"outcome": ...}``."""
-LlmCallback = Callable[[dict[str, Any]], dict[str, Any] | Awaitable[dict[str, Any]]]
-"""Answers ``llm/generate`` params with ``{content, toolCalls, usage?}``."""
-
 F = TypeVar("F", bound=Callable[..., Any])
 
-OUTCOMES = frozenset({"allow_once", "allow_always", "reject_once", "reject_always"})
 CANCEL_WAIT_S = 5.0
 """How long a cancelled ``run()`` waits for the daemon to end the run before raising."""
-
-_RUN_PARAM_NAMES: dict[str, str] = {}
-for _field in attrs.fields(wire.RunParams):
-    if _field.name != "prompt":
-        _RUN_PARAM_NAMES[_field.name] = _RUN_PARAM_NAMES[camel(_field.name)] = camel(_field.name)
-
-
-def run_params(params: Mapping[str, Any]) -> dict[str, Any]:
-    """``run()``'s keywords as ``RunParams`` wire fields: Python names (``max_iterations``)
-    and wire names (``maxIterations``) both; anything else is a ``TypeError``."""
-    out: dict[str, Any] = {}
-    for key, value in params.items():
-        name = _RUN_PARAM_NAMES.get(key)
-        if name is None:
-            raise TypeError(
-                f"run() got an unexpected keyword argument {key!r}; RunParams fields are "
-                + ", ".join(sorted({k for k in _RUN_PARAM_NAMES if "_" in k or k.islower()}))
-            )
-        if name in out:
-            raise TypeError(f"run() got {key!r} twice (as {name!r} too)")
-        out[name] = value
-    return out
-
-
-def permission_outcome(answer: Any) -> str:
-    """A ``permission_handler``'s answer as an outcome: a string, or ``{"outcome": ...}``."""
-    outcome = answer.get("outcome") if isinstance(answer, Mapping) else answer
-    if not isinstance(outcome, str):
-        raise TypeError(
-            "permission_handler must return an outcome string or {'outcome': outcome}, "
-            f"got {answer!r}"
-        )
-    if outcome not in OUTCOMES:
-        raise TypeError(
-            f"permission_handler returned {outcome!r}; an outcome is one of "
-            + ", ".join(sorted(OUTCOMES))
-        )
-    return outcome
 
 
 RUN_EVENTS = frozenset(
@@ -96,7 +56,7 @@ RUN_EVENTS = frozenset(
 class Client:
     """A connection to one spawned daemon. Many runs may go on at once."""
 
-    def __init__(self, process: asyncio.subprocess.Process, connection: Connection) -> None:
+    def __init__(self, process: asyncio.subprocess.Process, connection: DaemonConnection) -> None:
         self.process = process
         self.connection = connection
         self.capabilities: dict[str, Any] = {}
@@ -146,40 +106,34 @@ class Client:
         assert process.stdin is not None
         assert process.stdout is not None
         assert process.stderr is not None
-        connection = Connection(process.stdout, process.stdin)
+        connection = DaemonConnection(process.stdout, process.stdin)
         connection.start()
         client = cls(process, connection)
         client.stderr = StderrTail(process.stderr, on_stderr)
         # One resolve per folder at spawn time; not worth a thread hop.
         folders = [Path(p).resolve() for p in (workspace, *extra_folders)]  # noqa: ASYNC240
-        options: dict[str, Any] = {}
-        if model is not None:
-            options["model"] = model
-        if automation_profile is not None:
-            options["automationProfile"] = automation_profile
-        try:
-            result = await connection.request(
-                "initialize",
-                {
-                    "processId": os.getpid(),
-                    "rootUri": folders[0].as_uri(),
-                    "workspaceFolders": [{"uri": f.as_uri(), "name": f.name} for f in folders],
-                    "capabilities": {
-                        "experimental": {"cleveragents": {"permissions": permissions, "llm": llm}}
-                    },
-                    "initializationOptions": options,
-                },
-            )
-        except ConnectionError:
-            await client.close()
-            await client.stderr.drained(1.0)
-            raise DaemonStartError(process.returncode, client.stderr.tail()) from None
-        except BaseException:
-            await client.close()
-            raise
-        client.capabilities = result["capabilities"]["experimental"]["cleveragents"]
-        connection.notify("initialized", {})
+        params = initialize_params(
+            folders, model=model, automation_profile=automation_profile,
+            permissions=permissions, llm=llm,
+        )  # fmt: skip
+        await client._initialize(params)
         return client
+
+    async def _initialize(self, params: dict[str, Any]) -> None:
+        """``initialize`` then ``initialized``; a daemon that ends first is a
+        :class:`DaemonStartError`, and any failure closes this client."""
+        try:
+            result = await self.connection.request("initialize", params)
+        except ConnectionError:
+            await self.close()
+            assert self.stderr is not None
+            await self.stderr.drained(1.0)
+            raise DaemonStartError(self.process.returncode, self.stderr.tail()) from None
+        except BaseException:
+            await self.close()
+            raise
+        self.capabilities = result["capabilities"]["experimental"]["cleveragents"]
+        self.connection.notify("initialized", {})
 
     async def __aenter__(self) -> Client:
         return self
@@ -285,7 +239,9 @@ class Client:
     async def _on_tools_call(self, params: dict[str, Any]) -> Any:
         function = self._tools.get(str(params.get("name")))
         if function is None:
-            raise HandlerError(-32601, f"no client tool {params.get('name')!r}")
+            raise HandlerError(
+                JsonRpcCode.METHOD_NOT_FOUND, f"no client tool {params.get('name')!r}"
+            )
         arguments = dict(params.get("arguments") or {})
         try:
             output = function(arguments)
@@ -313,7 +269,9 @@ class Client:
 
     async def _on_llm_generate(self, params: dict[str, Any]) -> Any:
         if self.llm_handler is None:
-            raise HandlerError(-32601, "this client lends no model (llm_handler is not set)")
+            raise HandlerError(
+                JsonRpcCode.METHOD_NOT_FOUND, "this client lends no model (llm_handler is not set)"
+            )
         reply = self.llm_handler(params)
         if not isinstance(reply, dict):
             reply = await reply

@@ -1,7 +1,8 @@
-"""A JSON-RPC peer with LSP framing over an asyncio subprocess: the client's transport.
+"""The client's transport: a JSON-RPC peer with LSP framing over the daemon's stdio.
 
 Requests, notifications, and the daemon's own requests (``tools/call``,
-``permission/request``, ``llm/generate``) answered by registered handlers.
+``permission/request``, ``llm/generate``) answered by registered handlers. It knows the
+JSON-RPC envelope and ``$/cancelRequest``, not the methods.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from ..protocol import frame, read_body
+from ..tool import JsonRpcCode
 
 logger = logging.getLogger(__name__)
 
@@ -52,8 +54,8 @@ async def read_frame(reader: asyncio.StreamReader) -> dict[str, Any] | None:
             return message
 
 
-class Connection:
-    """One framed JSON-RPC connection (the daemon's stdio)."""
+class DaemonConnection:
+    """The client's one framed JSON-RPC connection to a daemon (its stdio)."""
 
     def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         self._reader = reader
@@ -156,22 +158,23 @@ class Connection:
                 if method == "window/workDoneProgress/create":
                     self._write({"jsonrpc": "2.0", "id": msg_id, "result": None})
                     return
-                raise HandlerError(-32601, f"method not found: {method}")
+                raise HandlerError(JsonRpcCode.METHOD_NOT_FOUND, f"method not found: {method}")
             result = await handler(params)
             self._write({"jsonrpc": "2.0", "id": msg_id, "result": result})
         except asyncio.CancelledError:
-            self._write({"jsonrpc": "2.0", "id": msg_id,
-                         "error": {"code": -32800, "message": "request cancelled"}})  # fmt: skip
+            self._error(msg_id, JsonRpcCode.REQUEST_CANCELLED, "request cancelled")
         except HandlerError as exc:
-            self._write({"jsonrpc": "2.0", "id": msg_id,
-                         "error": {"code": exc.code, "message": exc.message}})  # fmt: skip
+            self._error(msg_id, exc.code, exc.message)
         except Exception as exc:
             logger.exception("handler for %s failed", method)
-            text = f"{type(exc).__name__}: {exc}"
-            self._write({"jsonrpc": "2.0", "id": msg_id,
-                         "error": {"code": -32603, "message": text}})  # fmt: skip
+            self._error(msg_id, JsonRpcCode.INTERNAL_ERROR, f"{type(exc).__name__}: {exc}")
         finally:
             self._inflight.pop(msg_id, None)
+
+    def _error(self, msg_id: Any, code: int, message: str) -> None:
+        # int(): the wire carries a plain integer whatever enum the code came as.
+        error = {"code": int(code), "message": message}
+        self._write({"jsonrpc": "2.0", "id": msg_id, "error": error})
 
     async def close(self) -> None:
         if not self._writer.is_closing():

@@ -27,6 +27,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ..protocol import methods as m
+from ..tool import PermissionOutcome
 from ._terminal import printable
 from ._views import (
     ANSWERS,
@@ -173,7 +174,7 @@ class LiveView(View):
     def show_request(self, request: dict[str, Any]) -> None:
         self.console.print(Text("? " + printable(_request_text(request)), style="bold yellow"))
 
-    async def ask(self, request: dict[str, Any]) -> str:
+    async def ask(self, request: dict[str, Any]) -> PermissionOutcome:
         self.stop()
         try:
             self.show_request(request)
@@ -186,7 +187,7 @@ class LiveView(View):
             if not self.out.closed:
                 self.live.start()
 
-    async def _read_answer(self) -> str | None:
+    async def _read_answer(self) -> PermissionOutcome | None:
         self._answer = read_line()
         try:
             answer = await self._answer

@@ -27,11 +27,14 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from ..protocol import methods as m
+from ..tool import PermissionOutcome
 from ._terminal import json_text, printable
 
 ASK = "allow? [y]es / [n]o / [a]lways "
-ANSWERS = {"y": "allow_once", "yes": "allow_once", "a": "allow_always", "always": "allow_always",
-           "n": "reject_once", "no": "reject_once", "": "reject_once"}  # fmt: skip
+ANSWERS: dict[str, PermissionOutcome] = {
+    "y": "allow_once", "yes": "allow_once", "a": "allow_always", "always": "allow_always",
+    "n": "reject_once", "no": "reject_once", "": "reject_once",
+}  # fmt: skip
 
 
 def duration(ms: float) -> str:
@@ -206,7 +209,7 @@ class View:
     def show_request(self, request: dict[str, Any]) -> None:
         self.err.write(printable(_request_text(request)) + "\n")
 
-    async def ask(self, request: dict[str, Any]) -> str:
+    async def ask(self, request: dict[str, Any]) -> PermissionOutcome:
         """Ask at the terminal; ``reject_once`` on end of input or when interrupted."""
         self.show_request(request)
         while True:

@@ -13,8 +13,8 @@ the terminal:
 - a closed stdout (``| head``): the run is cancelled quietly and the exit code is 141,
   as for a process killed by SIGPIPE.
 
-Exit codes (design §10.13): 0 completed, 1 failed or limit, 130 cancelled, 2 usage error
-(a ``run/start`` the daemon refused included).
+Exit codes (docs/cli.md, "Ctrl-C and exit codes"): 0 completed, 1 failed or limit,
+130 cancelled, 2 usage error (a ``run/start`` the daemon refused included).
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ from typing import Any
 import attrs
 
 from ..protocol import methods as m
+from ..tool import PermissionOutcome
 from ._client import Client
 from ._connection import RpcError
 from ._stderr import DaemonStartError
@@ -144,7 +145,7 @@ class _Session:
         assert self.client is not None
         self.client._send_cancel(self.run_id)
 
-    async def on_permission(self, params: dict[str, Any]) -> str:
+    async def on_permission(self, params: dict[str, Any]) -> PermissionOutcome:
         if self.options.yes:
             return "allow_once"
         if self.cancelling:

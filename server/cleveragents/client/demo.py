@@ -21,6 +21,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from ..tool import PermissionOutcome
 from ._client import Client
 from ._terminal import printable
 from ._views import Output, View
@@ -76,7 +77,7 @@ async def _demo(workspace: Path, state_dir: Path) -> int:
             view.aside(f"(editor) message shown: {text}")
             return {"shown": True}
 
-        def approve(request: dict[str, Any]) -> str:
+        def approve(request: dict[str, Any]) -> PermissionOutcome:
             view.aside(f"(editor) {request['toolName']} approved: {request['reason']}")
             return "allow_once"
 
