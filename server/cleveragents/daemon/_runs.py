@@ -44,6 +44,7 @@ from ..tool import (
     ToolActorContext,
     ToolAnnotations,
     ToolCall,
+    ToolCallContext,
     ToolCallingRuntime,
     ToolCallRecord,
     ToolCallRunResult,
@@ -54,7 +55,6 @@ from ..tool import (
     ToolRunner,
     ToolSpec,
     Usage,
-    current_tool_call,
 )
 from ..tool._runner import output_text
 from ..tool._spec import is_async_callable
@@ -511,15 +511,15 @@ class RunManager:
                 "not a valid JSON Schema)"
             ) from None
 
-    def _client_handler(self, name: str) -> Callable[[dict[str, Any]], Awaitable[Any]]:
-        async def call_client(inputs: dict[str, Any]) -> Any:
-            current = current_tool_call()
+    def _client_handler(
+        self, name: str
+    ) -> Callable[[dict[str, Any], ToolCallContext], Awaitable[Any]]:
+        async def call_client(inputs: dict[str, Any], call: ToolCallContext) -> Any:
             run = self.active.get(_current_run_id.get(""))
-            if current is None or run is None:
+            if run is None:
                 raise ClientToolError(f"client tool {name} was called outside a run")
-            call, iteration = current
             params = wire.ToolsCallParams(
-                run.run_id, call.id, iteration, name, call.arguments,
+                run.run_id, call.call_id, call.iteration, name, call.arguments,
                 inputs["sandbox_root"], inputs["resource_bindings"] or {},
             )  # fmt: skip
             await self.peer.pace()
@@ -527,7 +527,7 @@ class RunManager:
             try:
                 reply = await future
             except asyncio.CancelledError:  # timeout or run cancel
-                self.peer.cancel_request(msg_id, {"runId": run.run_id, "callId": call.id})
+                self.peer.cancel_request(msg_id, {"runId": run.run_id, "callId": call.call_id})
                 raise
             except PeerRequestError as exc:
                 raise ClientToolError(f"client tool {name} failed: {exc}") from None

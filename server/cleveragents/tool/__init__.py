@@ -39,7 +39,6 @@ from ._runner import (
     StageObserver,
     ToolRunner,
     ToolRunSession,
-    current_tool_call,
     output_text,
 )
 from ._runtime import DEFAULT_MAX_ITERATIONS, ToolCallingRuntime
@@ -61,6 +60,7 @@ from ._types import (
     Message,
     ToolActorContext,
     ToolCall,
+    ToolCallContext,
     ToolCallRecord,
     ToolCallRunResult,
     ToolSchema,
@@ -100,6 +100,7 @@ __all__ = [
     "ToolActorContext",
     "ToolAnnotations",
     "ToolCall",
+    "ToolCallContext",
     "ToolCallRecord",
     "ToolCallRouter",
     "ToolCallRunResult",
@@ -120,7 +121,6 @@ __all__ = [
     "ToolSpec",
     "ToolTimeoutError",
     "Usage",
-    "current_tool_call",
     "error_classes",
     "output_text",
 ]

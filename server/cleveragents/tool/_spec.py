@@ -17,15 +17,20 @@ import attrs
 import fastjsonschema
 
 from ._draft7 import DRAFT_07
-from ._errors import InvalidToolNameError, ToolInputError, ToolOutputError
-from ._types import RESERVED_INPUT_KEYS, JSONValue, ToolActorContext, ToolSchema
+from ._errors import InvalidToolNameError, ToolError, ToolInputError, ToolOutputError
+from ._types import RESERVED_INPUT_KEYS, JSONValue, ToolActorContext, ToolCallContext, ToolSchema
 
 TOOL_NAME_PATTERN = re.compile(r"^[A-Za-z0-9_.:/-]{1,128}$")
 
 ToolKind = Literal["read", "write", "execute"]
 
-ToolHandler = Callable[[dict[str, JSONValue]], JSONValue | Awaitable[JSONValue]]
-"""Receives one dict of inputs (the model's arguments plus the reserved keys)."""
+ToolHandler = (
+    Callable[[dict[str, JSONValue]], JSONValue | Awaitable[JSONValue]]
+    | Callable[[dict[str, JSONValue], ToolCallContext], JSONValue | Awaitable[JSONValue]]
+)
+"""``handler(inputs)`` or ``handler(inputs, context)``: one dict of inputs (the model's
+arguments plus the reserved keys), and, when the handler takes a second parameter, the
+``ToolCallContext`` of the call (call id, iteration, run context, cancel token)."""
 
 LifecycleHook = Callable[[ToolActorContext], Awaitable[None] | None]
 
@@ -138,6 +143,34 @@ def is_async_callable(fn: object) -> bool:
     )
 
 
+class ToolHandlerError(ToolError, TypeError):
+    """A handler that cannot be called as ``handler(inputs)`` or ``handler(inputs,
+    context)``. Raised when the spec is built, never per call; its code is
+    ``ToolError.code``."""
+
+
+_POSITIONAL = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+
+
+def takes_call_context(name: str, handler: object) -> bool:
+    """Whether ``handler`` takes the ``ToolCallContext`` as a second parameter: it has
+    two required positional parameters. Read once, when the spec is built."""
+    if not callable(handler):
+        raise ToolHandlerError(f"tool {name!r}: handler must be callable")
+    try:
+        parameters = inspect.signature(handler).parameters.values()
+    except (TypeError, ValueError):  # a builtin without a signature: called with inputs
+        return False
+    required = [p for p in parameters if p.kind in _POSITIONAL and p.default is p.empty]
+    keyword_only = [p.name for p in parameters if p.kind is p.KEYWORD_ONLY and p.default is p.empty]
+    if len(required) > 2 or keyword_only:
+        names = ", ".join(p.name for p in required) + "".join(f", *, {k}" for k in keyword_only)
+        raise ToolHandlerError(
+            f"tool {name!r}: a handler takes (inputs) or (inputs, context), not ({names})"
+        )
+    return len(required) == 2
+
+
 def _field_path(exc: fastjsonschema.JsonSchemaValueException, root: str) -> str:
     path = [str(part) for part in (exc.path or [])[1:]]
     return ".".join([root, *path]) if path else root
@@ -174,6 +207,8 @@ class ToolSpec:
     ``blocking=False`` declares a sync handler cheap enough to run inline on the
     driver's thread (no worker thread, and so no timeout enforcement). ``on_activate``
     runs once per run before the first call; ``on_deactivate`` when the run ends.
+    ``takes_context`` (a handler of two parameters) and ``inline`` (a sync handler with
+    ``blocking=False``) are read once here, so no call inspects the handler.
     """
 
     name: str
@@ -190,6 +225,8 @@ class ToolSpec:
     metadata: dict[str, Any] = attrs.field(factory=dict)
     schema: ToolSchema = attrs.field(init=False)
     is_async: bool = attrs.field(init=False)
+    takes_context: bool = attrs.field(init=False)
+    inline: bool = attrs.field(init=False)
     _validate_input: Validator = attrs.field(init=False)
     _validate_output: Validator | None = attrs.field(init=False)
 
@@ -198,11 +235,11 @@ class ToolSpec:
             raise InvalidToolNameError(
                 f"invalid tool name {self.name!r}: names match {TOOL_NAME_PATTERN.pattern}"
             )
-        if not callable(self.handler):
-            raise TypeError(f"tool {self.name!r}: handler must be callable")
+        self.takes_context = takes_call_context(self.name, self.handler)
         if self.timeout_s is not None and self.timeout_s <= 0:
             raise ValueError(f"tool {self.name!r}: timeout_s must be positive")
         self.is_async = is_async_callable(self.handler)
+        self.inline = not self.blocking and not self.is_async
         parameters = _strip_reserved(self.input_schema)
         self.schema = ToolSchema(self.name, self.description, parameters)
         self._validate_input = _compile_field(parameters, "input_schema")

@@ -99,6 +99,10 @@ class LLMRequest:
     context: ToolActorContext
     cancel: CancelToken
     on_delta: Callable[[str], None]
+    provider_tools: Sequence[Any] | None = None
+    """The tools in the provider's own format, built once per run by the runtime's
+    ``ToolCallRouter`` (rebuilt only when the registry changes); ``None`` without a
+    router, when an adapter builds them from ``tools`` itself."""
 
 
 class LLMCaller(Protocol):
@@ -118,14 +122,26 @@ class ToolCallRecord:
     """
 
     tool_name: str
+    """The tool name."""
     inputs: dict[str, JSONValue]
+    """The arguments exactly as the model sent them: no schema defaults filled in, none of
+    the reserved keys the runner adds."""
     output: JSONValue
+    """The tool's output (any JSON). ``null`` when the call failed."""
     duration_ms: float
+    """Wall time of the call, in milliseconds."""
     success: bool
+    """Whether the call succeeded."""
     error: str | None
+    """Why it failed; ``null`` on success."""
     iteration: int
+    """The iteration (LLM call) that asked for the call."""
     call_id: str = ""
+    """The call id: the model's, or ``call_{iteration}_{index}`` when it gave none."""
     error_code: int | None = None
+    """The JSON-RPC code of the error class that failed the call (PROTOCOL.md §18); -32011,
+    the generic tool error, when the tool raised an exception of its own. ``null`` when the
+    call succeeded."""
 
 
 @attrs.define(slots=True)
@@ -139,6 +155,24 @@ class ToolActorContext:
     resource_bindings: dict[str, JSONValue] = attrs.field(factory=dict)
     project_resources: dict[str, JSONValue] = attrs.field(factory=dict)
     tool_call_history: list[ToolCallRecord] = attrs.field(factory=list)
+
+
+@attrs.define(slots=True, frozen=True)
+class ToolCallContext:
+    """What a handler that takes a second parameter learns about its call.
+
+    ``call_id`` and ``iteration`` name the call (a proxy names it on the wire);
+    ``arguments`` are what the model sent (the handler's inputs add the reserved keys);
+    ``context`` is the run's ``ToolActorContext`` and ``cancel`` the run's
+    ``CancelToken``: a sync handler that checks ``cancel.cancelled`` stops when its run
+    is cancelled."""
+
+    call_id: str
+    tool_name: str
+    iteration: int
+    arguments: dict[str, JSONValue]
+    context: ToolActorContext
+    cancel: CancelToken
 
 
 @attrs.define(slots=True)

@@ -1,0 +1,296 @@
+"""The sans-IO core of a tool call: every decision of the four stages, no calling out.
+
+``CallCore`` holds one run's tool state (the activations made, the reserved inputs) and
+decides: which spec a name resolves to, the inputs a handler receives, what the policy
+is asked, how an output is checked and filtered, and the record of every outcome, with
+its ``error_code``. It never awaits and never blocks: the drivers in ``_runner.py``
+call the handlers, hooks and policy (inline, awaited, or in a worker thread) and hand
+the results back here. It knows no event loop, no thread and no transport.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import time
+from collections.abc import Awaitable, Callable, Iterator, Sequence
+from typing import Any, Literal, TypeAlias, TypeGuard
+
+from ._cancel import CancelToken
+from ._errors import (
+    CleverAgentsError,
+    ToolActivationError,
+    ToolCancelledError,
+    ToolError,
+    ToolNotFoundError,
+    ToolPermissionError,
+    ToolTimeoutError,
+)
+from ._policy import PermissionQuery, ToolPolicy
+from ._registry import ToolRegistry
+from ._spec import ToolSpec, is_async_callable
+from ._types import (
+    RESERVED_INPUT_KEYS,
+    JSONValue,
+    ToolActorContext,
+    ToolCall,
+    ToolCallContext,
+    ToolCallRecord,
+)
+
+logger = logging.getLogger(__name__)
+
+OnRecord: TypeAlias = Callable[[int, ToolCallRecord], None]
+"""Called as ``on_record(index, record)`` as soon as a call ends; ``index`` is the call's
+place in the model's list."""
+
+OutputFilter: TypeAlias = Callable[[str, str, JSONValue], JSONValue]
+"""``(tool_name, call_id, output) -> output``: applied to every successful output before
+it is recorded and fed back. It may replace the output (a host caps its size) or raise
+to fail the record (a host refuses what its wire cannot carry)."""
+
+Stage = Literal["discover", "activate", "execute", "deactivate"]
+StageObserver: TypeAlias = Callable[[Stage, str, str], None]
+"""Called as ``observer(stage, tool_name, call_id)``; ``call_id`` is ``""`` for activate
+and deactivate."""
+
+CANCELLED_ERROR = "cancelled: the run was cancelled before the tool finished"
+
+_perf = time.perf_counter
+
+
+def describe_error(exc: BaseException) -> str:
+    """The record text of a failure: our own messages as is, others with their type."""
+    if isinstance(exc, CleverAgentsError):
+        return exc.message
+    text = str(exc)
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def error_code(exc: BaseException) -> int:
+    """The record's ``error_code``: our own class's code, else a generic tool failure."""
+    return exc.code if isinstance(exc, CleverAgentsError) else ToolError.code
+
+
+_encode_json = json.JSONEncoder(ensure_ascii=False, default=str).encode
+
+
+def output_text(output: JSONValue) -> str:
+    """A tool output as the model reads it: strings as is, other JSON serialised."""
+    if isinstance(output, str):
+        return output
+    return _encode_json(output)
+
+
+def is_awaitable(value: object) -> TypeGuard[Awaitable[Any]]:
+    """``inspect.isawaitable`` without its slow ABC check on plain JSON values."""
+    return hasattr(value, "__await__")
+
+
+class ToolCallsInterrupted(asyncio.CancelledError):
+    """An iteration's calls were cancelled; ``records`` holds one record per call."""
+
+    def __init__(self, records: list[ToolCallRecord]) -> None:
+        super().__init__("tool calls cancelled")
+        self.records = records
+
+
+class CallCore:
+    """One run's tool state and every decision about its calls (no I/O)."""
+
+    def __init__(
+        self,
+        registry: ToolRegistry,
+        context: ToolActorContext,
+        cancel: CancelToken,
+        *,
+        policy: ToolPolicy | None,
+        default_timeout_s: float | None,
+        observe: StageObserver | None,
+        output_filter: OutputFilter | None,
+    ) -> None:
+        self.registry = registry
+        self.context = context
+        self.cancel = cancel
+        self.policy = policy
+        self.async_policy = policy is not None and is_async_callable(policy.authorize)
+        self.default_timeout_s = default_timeout_s
+        self.observe = observe
+        self.output_filter = output_filter
+        self.activated: dict[str, ToolSpec] = {}
+        # Reserved inputs, built once per run: the context always wins.
+        self._reserved: dict[str, JSONValue] = {
+            "sandbox_root": context.sandbox_root,
+            "resource_bindings": context.resource_bindings,
+        }
+
+    # -- discover and execute ------------------------------------------------------------
+
+    def discover(self, call: ToolCall) -> ToolSpec | None:
+        spec = self.registry.get(call.name)
+        if spec is not None and self.observe is not None:
+            self.observe("discover", spec.name, call.id)
+        return spec
+
+    def inputs(self, spec: ToolSpec, call: ToolCall) -> dict[str, JSONValue]:
+        """Enter the execute stage: validate the model's arguments, then add the
+        reserved keys (the context wins over the model)."""
+        if self.observe is not None:
+            self.observe("execute", spec.name, call.id)
+        if call.parse_error is not None:
+            raise ValueError(f"arguments for {spec.name} are not valid JSON: {call.parse_error}")
+        arguments = call.arguments
+        if not isinstance(arguments, dict):
+            raise ValueError(f"arguments for {spec.name} must be a JSON object")
+        if RESERVED_INPUT_KEYS.isdisjoint(arguments):
+            spec.validate_input(arguments)
+            return {**arguments, **self._reserved}
+        model_args = {k: v for k, v in arguments.items() if k not in RESERVED_INPUT_KEYS}
+        spec.validate_input(model_args)
+        return {**model_args, **self._reserved}
+
+    def authorize(
+        self, spec: ToolSpec, call: ToolCall, iteration: int, inputs: dict[str, JSONValue]
+    ) -> Awaitable[object] | None:
+        """Ask the policy (there is one). A sync answer is settled here; an awaitable one
+        is returned for the driver to await and hand to ``refuse``."""
+        assert self.policy is not None
+        query = PermissionQuery(spec, call.arguments, call.id, iteration, self.context, inputs)
+        answer = self.policy.authorize(query)
+        if is_awaitable(answer):
+            return answer
+        self.refuse(answer)
+        return None
+
+    @staticmethod
+    def refuse(answer: object) -> None:
+        """``None`` allows the call; anything else is the refusal text."""
+        if answer is not None:
+            raise ToolPermissionError(str(answer))
+
+    def call_context(self, spec: ToolSpec, call: ToolCall, iteration: int) -> ToolCallContext:
+        return ToolCallContext(
+            call.id, spec.name, iteration, call.arguments, self.context, self.cancel
+        )
+
+    def call_handler(
+        self, spec: ToolSpec, call: ToolCall, iteration: int, inputs: dict[str, JSONValue]
+    ) -> object:
+        """Call the handler with the arguments it takes (read once, with the spec)."""
+        if spec.takes_context:
+            return spec.handler(inputs, self.call_context(spec, call, iteration))  # type: ignore[call-arg]
+        return spec.handler(inputs)  # type: ignore[call-arg]
+
+    def timeout(self, spec: ToolSpec) -> float | None:
+        return spec.timeout_s if spec.timeout_s is not None else self.default_timeout_s
+
+    @staticmethod
+    def timed_out(spec: ToolSpec, timeout: float) -> ToolTimeoutError:
+        return ToolTimeoutError(f"tool {spec.name} timed out after {timeout:g} s")
+
+    # -- records -------------------------------------------------------------------------
+
+    def finish(
+        self, spec: ToolSpec, call: ToolCall, iteration: int, started: float, output: JSONValue
+    ) -> ToolCallRecord:
+        """Validate and filter a handler's output, and record the success."""
+        if spec.output_schema is not None:
+            spec.validate_output(output)
+        output_filter = self.output_filter
+        if output_filter is not None:
+            output = output_filter(spec.name, call.id, output)
+        return ToolCallRecord(
+            spec.name, call.arguments, output, (_perf() - started) * 1000.0, True, None,
+            iteration, call.id,
+        )  # fmt: skip
+
+    @staticmethod
+    def failed(
+        call: ToolCall,
+        iteration: int,
+        started: float,
+        error: str,
+        name: str | None = None,
+        code: int = ToolError.code,
+    ) -> ToolCallRecord:
+        return ToolCallRecord(
+            name or call.name, call.arguments, None, (_perf() - started) * 1000.0, False,
+            error, iteration, call.id, code,
+        )  # fmt: skip
+
+    def failure(
+        self, spec: ToolSpec, call: ToolCall, iteration: int, started: float, exc: BaseException
+    ) -> ToolCallRecord:
+        """The record of a call its handler, hook, policy or validator failed."""
+        return self.failed(
+            call, iteration, started, describe_error(exc), spec.name, error_code(exc)
+        )
+
+    def unknown(self, call: ToolCall, iteration: int, started: float) -> ToolCallRecord:
+        return self.failed(
+            call, iteration, started, f"unknown tool {call.name!r}", None, ToolNotFoundError.code
+        )
+
+    def cancelled(self, call: ToolCall, iteration: int, started: float) -> ToolCallRecord:
+        spec = self.registry.get(call.name)
+        name = spec.name if spec is not None else None
+        return self.failed(call, iteration, started, CANCELLED_ERROR, name, ToolCancelledError.code)
+
+    def cancelled_records(
+        self,
+        calls: Sequence[ToolCall],
+        iteration: int,
+        started: float,
+        tasks: Sequence[asyncio.Future[ToolCallRecord]] | None,
+        on_record: OnRecord | None,
+        first: int = 0,
+    ) -> list[ToolCallRecord]:
+        """Finished calls keep their (already reported) records; the rest get a
+        cancelled record, reported now. ``first`` is the index of ``calls[0]`` in the
+        iteration (what ``on_record`` is told)."""
+        records = []
+        for index, call in enumerate(calls):
+            task = tasks[index] if tasks is not None else None
+            if task is not None and task.done() and not task.cancelled():
+                records.append(task.result())
+                continue
+            record = self.cancelled(call, iteration, started)
+            if on_record is not None:
+                on_record(first + index, record)
+            records.append(record)
+        return records
+
+    # -- activate and deactivate ---------------------------------------------------------
+
+    def activate(self, spec: ToolSpec) -> object:
+        """Enter the activate stage: run the hook; its result may be awaitable."""
+        if self.observe is not None:
+            self.observe("activate", spec.name, "")
+        assert spec.on_activate is not None
+        return spec.on_activate(self.context)
+
+    @staticmethod
+    def activation_failed(spec: ToolSpec, exc: BaseException) -> ToolActivationError:
+        return ToolActivationError(f"activation of tool {spec.name} failed: {describe_error(exc)}")
+
+    def teardown(self) -> Iterator[tuple[ToolSpec, Awaitable[object]]]:
+        """Deactivate every activated tool, whatever happened; yields the hooks that
+        answered with an awaitable, for the driver to settle. Failures are logged."""
+        activated, self.activated = self.activated, {}
+        for spec in activated.values():
+            if self.observe is not None:
+                self.observe("deactivate", spec.name, "")
+            if spec.on_deactivate is None:
+                continue
+            try:
+                result = spec.on_deactivate(self.context)
+            except Exception:  # noqa: BLE001 - teardown must reach every tool (logged)
+                self.teardown_failed(spec)
+                continue
+            if is_awaitable(result):
+                yield spec, result
+
+    @staticmethod
+    def teardown_failed(spec: ToolSpec) -> None:
+        logger.exception("deactivation of tool %s failed", spec.name)

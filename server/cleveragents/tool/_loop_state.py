@@ -1,0 +1,242 @@
+"""``LoopState``: the sans-IO core of one run of the tool-calling loop.
+
+It owns the conversation, the counters and the records, and says what happens next; it
+never calls a model or a tool. The drivers in ``_runtime.py`` do the calling. Semantics
+(see ``docs/runtime.md``): an iteration is one LLM call plus the tool calls it asked
+for, numbered from 1; at most ``limit`` LLM calls; tool calls of one iteration are
+recorded in the model's order.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol
+
+from ._call import OnRecord, output_text
+from ._cancel import CancelToken
+from ._events import EventSink, IterationSummary, NullEventSink
+from ._registry import ToolRegistry
+from ._runner import ToolRunSession
+from ._types import (
+    LLMRequest,
+    LLMResponse,
+    Message,
+    ToolActorContext,
+    ToolCall,
+    ToolCallRecord,
+    ToolCallRunResult,
+    ToolSchema,
+    Usage,
+)
+
+_perf = time.perf_counter
+
+NULL_SINK = NullEventSink()
+
+
+class Router(Protocol):
+    """What the loop uses of a ``ToolCallRouter`` (structural: no import of the codecs)."""
+
+    def tools(self, schemas: Sequence[ToolSchema], /) -> Sequence[Any]: ...
+
+    def decode_name(self, encoded: str, /) -> str: ...
+
+
+class LoopState:
+    """The sans-IO core of one run: conversation, counters, records; no calls out."""
+
+    __slots__ = (
+        "_decode",
+        "_emit",
+        "_flushed",
+        "_iteration_started",
+        "_provider_tools",
+        "_ready",
+        "_registry",
+        "_router",
+        "_schemas",
+        "cancel",
+        "content",
+        "context",
+        "iteration",
+        "iteration_usage",
+        "limit",
+        "limit_hit",
+        "messages",
+        "records",
+        "session",
+        "sink",
+        "started",
+        "tool_call_count",
+        "usage",
+    )
+
+    def __init__(
+        self,
+        registry: ToolRegistry,
+        router: Router | None,
+        prompt: str,
+        context: ToolActorContext,
+        system_prompt: str | None,
+        history: Sequence[Message] | None,
+        cancel: CancelToken,
+        sink: EventSink,
+        session: ToolRunSession,
+        limit: int,
+    ) -> None:
+        self._registry = registry
+        self._router = router
+        self._decode: Callable[[str], str] | None = router.decode_name if router else None
+        self._schemas: tuple[ToolSchema, ...] | None = None
+        self._provider_tools: Sequence[Any] | None = None
+        self.context = context
+        self.cancel = cancel
+        self.sink = sink
+        self._emit = sink is not NULL_SINK  # skip building events nobody reads
+        self._ready: list[ToolCallRecord | None] = []
+        self._flushed = 0
+        self.session = session
+        self.limit = limit
+        self.messages: list[Message] = list(history) if history else []
+        if system_prompt and not any(m.role == "system" for m in self.messages):
+            self.messages.insert(0, Message("system", system_prompt))
+        self.messages.append(Message("user", prompt))
+        self.records: list[ToolCallRecord] = []
+        self.iteration = 0
+        self.content = ""
+        self.usage: Usage | None = None
+        self.iteration_usage: Usage | None = None
+        self.limit_hit = False
+        self.tool_call_count = 0
+        self.started = _perf()
+        self._iteration_started = self.started
+
+    def begin_iteration(self) -> LLMRequest:
+        self.iteration += 1
+        iteration = self.iteration
+        self.tool_call_count = 0
+        if self._emit:
+            self._iteration_started = _perf()
+            self.sink.on_iteration_started(iteration)
+        schemas = self._registry.schemas()
+        if schemas is not self._schemas:  # the first iteration, or the registry changed
+            self._schemas = schemas
+            if self._router is not None:
+                self._provider_tools = self._router.tools(schemas)
+        return LLMRequest(
+            self.messages, schemas, iteration, self.context, self.cancel, self._on_delta,
+            self._provider_tools,
+        )  # fmt: skip
+
+    def _on_delta(self, text: str) -> None:
+        if self._emit:
+            self.sink.on_message_delta(self.iteration, text)
+
+    def take_response(self, response: object) -> list[ToolCall]:
+        if response.__class__ is not LLMResponse and not isinstance(response, LLMResponse):
+            raise TypeError(
+                f"the LLM caller must return an LLMResponse, got {type(response).__name__}"
+            )
+        content = response.content or ""
+        self.content = content
+        usage = response.usage
+        self.iteration_usage = usage
+        if usage is not None:
+            self.usage = usage if self.usage is None else self.usage + usage
+        calls = response.tool_calls
+        if calls:
+            decode = self._decode
+            for index, call in enumerate(calls):
+                if not call.id:
+                    call.id = f"call_{self.iteration}_{index}"
+                if decode is not None:
+                    call.name = decode(call.name)
+            if self._emit:
+                sink = self.sink
+                for call in calls:
+                    sink.on_tool_call_started(self.iteration, call)
+        self.messages.append(Message("assistant", content, calls))
+        return calls
+
+    def record_hook(self, calls: list[ToolCall]) -> OnRecord | None:
+        """What the runner calls as each record is ready: it reports the record to the
+        sink at once, and grows the history with every record whose predecessors (in
+        the model's order) are all done. A lone call with no sink needs neither."""
+        self._flushed = 0
+        if len(calls) == 1 and not self._emit:
+            return None
+        self._ready = [None] * len(calls)
+        return self._record_ready
+
+    def _record_ready(self, index: int, record: ToolCallRecord) -> None:
+        if self._emit:
+            self.sink.on_tool_call(record)
+        ready = self._ready
+        ready[index] = record
+        flushed = self._flushed
+        if index != flushed:
+            return  # an earlier call is still running: this record waits its turn
+        history = self.context.tool_call_history
+        count = len(ready)
+        while flushed < count:
+            done = ready[flushed]
+            if done is None:
+                break
+            self.records.append(done)
+            history.append(done)
+            flushed += 1
+        self._flushed = flushed
+
+    def take_records(self, calls: list[ToolCall], records: list[ToolCallRecord]) -> None:
+        """Append this iteration's remaining records (model order) and the result messages."""
+        self.tool_call_count = len(records)
+        flushed = self._flushed
+        self._flushed = 0
+        if flushed == 0:
+            self.records += records
+            self.context.tool_call_history += records
+        elif flushed < len(records):
+            self.records += records[flushed:]
+            self.context.tool_call_history += records[flushed:]
+        append = self.messages.append
+        for call, record in zip(calls, records, strict=True):
+            if record.success:
+                append(Message("tool", output_text(record.output), [], call.id, call.name))
+            else:
+                text = record.error or "the tool failed"
+                append(Message("tool", text, [], call.id, call.name, True))
+
+    def end_iteration(self) -> bool:
+        """Report the iteration; True when the run is over (no tools, limit, or cancel)."""
+        if self._emit:
+            self.sink.on_iteration(
+                IterationSummary(
+                    self.iteration,
+                    self.content,
+                    self.tool_call_count,
+                    (_perf() - self._iteration_started) * 1000.0,
+                    self.iteration_usage,
+                )
+            )
+        if self.tool_call_count == 0 or self.cancel.is_cancelled():
+            return True
+        if self.iteration >= self.limit:
+            self.limit_hit = True
+            return True
+        return False
+
+    def finish(self) -> ToolCallRunResult:
+        cancelled = self.cancel.cancelled
+        result = ToolCallRunResult(
+            content=self.content,
+            tool_call_history=self.records,
+            iterations=self.iteration,
+            terminated_by_limit=self.limit_hit and not cancelled,
+            cancelled=cancelled,
+            usage=self.usage,
+            duration_ms=(_perf() - self.started) * 1000.0,
+            messages=self.messages,
+        )
+        self.sink.on_finished(result)
+        return result
