@@ -71,9 +71,17 @@ class Recorded:
 
 
 class LoopbackServer:
-    """Serves queued replies on ``base_url``; use as a context manager."""
+    """Serves queued replies on ``base_url``; use as a context manager.
 
-    def __init__(self) -> None:
+    Each reply closes its connection unless ``keep_alive``; ``connections`` counts the
+    TCP connections accepted, so a test can see a client reuse one; ``closed`` is set
+    each time a connection ends.
+    """
+
+    def __init__(self, *, keep_alive: bool = False) -> None:
+        self.keep_alive = keep_alive
+        self.connections = 0
+        self.closed = threading.Semaphore(0)
         self.replies: list[Reply] = []
         self.requests: list[Recorded] = []
         self.request_seen = threading.Event()
@@ -122,6 +130,15 @@ def _handler_for(server: LoopbackServer) -> type[BaseHTTPRequestHandler]:
         def log_message(self, format: str, *args: Any) -> None:
             pass
 
+        def setup(self) -> None:
+            super().setup()
+            with server._lock:
+                server.connections += 1
+
+        def finish(self) -> None:
+            super().finish()
+            server.closed.release()
+
         def do_POST(self) -> None:
             length = int(self.headers.get("Content-Length") or 0)
             raw = self.rfile.read(length) if length else b""
@@ -132,7 +149,9 @@ def _handler_for(server: LoopbackServer) -> type[BaseHTTPRequestHandler]:
                 self._send(reply)
             except OSError:  # the client left mid-reply: what cancel tests want
                 server.client_left.set()
-            self.close_connection = True
+                self.close_connection = True
+                return
+            self.close_connection = not server.keep_alive or reply.cut or reply.hang
 
         def _send(self, reply: Reply) -> None:
             if reply.hang and not reply.chunks:
@@ -141,7 +160,8 @@ def _handler_for(server: LoopbackServer) -> type[BaseHTTPRequestHandler]:
             self.send_response(reply.status)
             for name, value in reply.headers.items():
                 self.send_header(name, value)
-            self.send_header("Connection", "close")
+            if not server.keep_alive:
+                self.send_header("Connection", "close")
             if reply.json_body is not None:
                 payload = json.dumps(reply.json_body).encode()
                 self.send_header("Content-Type", "application/json")

@@ -1,4 +1,4 @@
-"""Keys and ``baseUrl`` credentials never leave an adapter, through both real SDKs and a
+"""Keys and ``baseUrl`` credentials never leave an adapter, through the real SDKs and a
 loopback provider that echoes them back: in its error bodies (whole, masked, cut short),
 in a mid-stream error event, and in its response headers.
 
@@ -20,11 +20,12 @@ from cleveragents.llm import _redact
 from cleveragents.llm._base import SdkCaller
 from cleveragents.llm.anthropic import AnthropicCaller
 from cleveragents.llm.errors import ModelProviderError
+from cleveragents.llm.gemini import GeminiCaller
 from cleveragents.llm.openai import OpenAIChatCaller
 from cleveragents.llm.spec import ModelSpec
 from cleveragents.tool import Message
 
-from . import test_anthropic, test_openai
+from . import test_anthropic, test_gemini, test_openai
 from .loopback import LoopbackServer, Recorded, Reply, data, event, json_reply, make_request
 
 KEY = "pat-ca7Q2mZr9LwX4vN8bT1kHd6xyz"
@@ -40,7 +41,8 @@ class Provider:
     build: Callable[[ModelSpec], SdkCaller]
     base_path: str
     error_body: Callable[[str], dict[str, Any]]
-    error_event: Callable[[str], str]
+    error_event: Callable[[str], str] | None
+    """``None`` where the provider has no error event inside a stream."""
     ok: Callable[[], Reply]
     sent_key: Callable[[Recorded], str]
 
@@ -69,6 +71,16 @@ ANTHROPIC = Provider(
         sent.headers.get("x-api-key") or sent.headers["authorization"].removeprefix("Bearer ")
     ),
 )
+GEMINI = Provider(
+    "gemini",
+    "GEMINI_API_KEY",
+    GeminiCaller,
+    "",
+    lambda text: {"error": {"code": 400, "message": text, "status": "INVALID_ARGUMENT"}},
+    None,
+    test_gemini.text_stream,
+    lambda sent: sent.headers["x-goog-api-key"],
+)
 
 
 @pytest.fixture(autouse=True)
@@ -78,9 +90,10 @@ def unguarded_logs() -> None:
         logger.removeFilter(_redact._FILTER)
 
 
-@pytest.fixture(params=[OPENAI, ANTHROPIC], ids=lambda p: p.name)
+@pytest.fixture(params=[OPENAI, ANTHROPIC, GEMINI], ids=lambda p: p.name)
 def provider(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Provider:
     chosen: Provider = request.param
+    monkeypatch.delenv("GOOGLE_API_KEY", raising=False)
     monkeypatch.setenv(chosen.key_env, KEY)
     return chosen
 
@@ -134,11 +147,13 @@ async def test_a_key_echoed_in_an_error_body_leaves_no_fragment_in_the_error_or_
     assert leaks(everything_shown(exc, caplog)) == []
 
 
+@pytest.mark.parametrize("provider", [OPENAI, ANTHROPIC], ids=lambda p: p.name, indirect=True)
 @pytest.mark.parametrize("echo", ECHOES.values(), ids=ECHOES.keys())
 async def test_a_key_echoed_in_an_error_event_mid_stream_is_cut_too(
     provider: Provider, server: LoopbackServer, caplog: pytest.LogCaptureFixture, echo: str
 ) -> None:
     caplog.set_level(logging.DEBUG)
+    assert provider.error_event is not None
     server.queue(Reply(headers={"Content-Type": "text/event-stream"},
                        chunks=[provider.error_event(f"Key {echo} was revoked").encode()]))  # fmt: skip
     exc = await failure_of(caller(provider, server))

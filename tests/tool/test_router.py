@@ -216,6 +216,96 @@ def test_gemini_tool_list_is_one_tool_of_function_declarations() -> None:
     ]
 
 
+def gemini_parameters(parameters: dict[str, Any]) -> Any:
+    [tool] = ToolCallRouter("gemini").tools([ToolSchema("t", "d", parameters)])
+    return tool["functionDeclarations"][0]["parametersJsonSchema"]
+
+
+def test_gemini_schemas_inline_local_refs_and_drop_what_gemini_refuses() -> None:
+    schema = {
+        "$schema": "http://json-schema.org/draft-07/schema#",
+        "type": "object",
+        "properties": {
+            "path": {"$ref": "#/$defs/path", "description": "Where."},
+            "when": {"type": "string", "format": "date-time"},
+            "format": {"$ref": "#/definitions/style"},
+            "meta": {"type": "object", "additionalProperties": {"type": "string"}},
+        },
+        "required": ["path"],
+        "additionalProperties": False,
+        "$defs": {"path": {"type": "string", "format": "uri-reference", "minLength": 1}},
+        "definitions": {"style": {"enum": ["short", "long"]}},
+    }
+    original = json.loads(json.dumps(schema))
+    assert gemini_parameters(schema) == {
+        "type": "object",
+        "properties": {
+            "path": {"type": "string", "minLength": 1, "description": "Where."},
+            "when": {"type": "string"},
+            "format": {"enum": ["short", "long"]},
+            "meta": {"type": "object"},
+        },
+        "required": ["path"],
+    }
+    assert schema == original
+
+
+def test_gemini_schemas_cut_recursive_and_unresolvable_refs() -> None:
+    tree = {
+        "type": "object",
+        "properties": {
+            "name": {"type": "string"},
+            "children": {"type": "array", "items": {"$ref": "#"}},
+            "elsewhere": {"$ref": "https://example.com/schema.json", "description": "Far."},
+        },
+    }
+    assert gemini_parameters(tree) == {
+        "type": "object",
+        "properties": {
+            "name": {"type": "string"},
+            "children": {
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "properties": {
+                        "name": {"type": "string"},
+                        "children": {"type": "array", "items": {}},
+                        "elsewhere": {"description": "Far."},
+                    },
+                },
+            },
+            "elsewhere": {"description": "Far."},
+        },
+    }
+
+
+def test_gemini_schemas_drop_null_branches_and_collapse_single_unions() -> None:
+    schema = {
+        "type": "object",
+        "properties": {
+            "maybe": {"anyOf": [{"type": "integer"}, {"type": "null"}], "description": "N."},
+            "either": {"oneOf": [{"type": "integer"}, {"type": "string"}, {"type": "null"}]},
+            "listed": {"type": ["string", "null"]},
+            "mixed": {"type": ["string", "integer"]},
+        },
+    }
+    assert gemini_parameters(schema) == {
+        "type": "object",
+        "properties": {
+            "maybe": {"type": "integer", "description": "N."},
+            "either": {"oneOf": [{"type": "integer"}, {"type": "string"}]},
+            "listed": {"type": "string"},
+            "mixed": {"type": ["string", "integer"]},
+        },
+    }
+
+
+def test_only_gemini_cleans_schemas() -> None:
+    schema = {"type": "object", "additionalProperties": False, "$defs": {}}
+    [tool] = ToolCallRouter("openai").tools([ToolSchema("t", "d", schema)])
+    assert tool["function"]["parameters"] == schema
+
+
 def test_no_tools_give_an_empty_tool_list_for_every_provider() -> None:
     for provider in ("openai", "anthropic", "gemini"):
         assert ToolCallRouter(provider).tools([]) == []

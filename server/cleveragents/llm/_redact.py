@@ -8,8 +8,9 @@ Owns:
   is cut whole, so the short tail of a mask goes with the part that matched;
 - :func:`scrub_urls`: a URL's ``user:password@`` and query string;
 - the process-wide set of secrets known to the log filter, and the filter itself, which
-  :func:`guard_logs` puts on every logger of the HTTP stack (``httpx2`` logs each request
-  URL at INFO; ``httpcore2`` logs response headers and refused request headers at DEBUG).
+  :func:`guard_logs` puts on every logger of the SDKs and the HTTP stack under them
+  (``httpx2`` logs each request URL at INFO; ``httpcore2`` logs response headers and
+  refused request headers at DEBUG).
 
 Deliberately knows no SDK and no provider's error shape: ``_retry`` decides what text to
 show, this module only cuts. Every pattern here runs in linear time, so a hostile error
@@ -143,8 +144,11 @@ class _ScrubRecords(logging.Filter):
 _FILTER = _ScrubRecords()
 _FORMATTER = logging.Formatter()
 
-HTTP_STACK = ("httpx2", "httpcore2", "httpx", "httpcore", "h11", "h2", "openai", "anthropic")
-"""Top-level logger names of the HTTP stack under the SDKs."""
+HTTP_STACK = (
+    "httpx2", "httpcore2", "httpx", "httpcore", "h11", "h2", "openai", "anthropic",
+    "google_genai",
+)  # fmt: skip
+"""Top-level logger names of the SDKs and the HTTP stack under them."""
 
 _MODULE_LOGGERS = (
     "httpcore2.connection",
@@ -159,6 +163,10 @@ _MODULE_LOGGERS = (
     "anthropic._response",
     "anthropic._legacy_response",
     "anthropic._tracing",
+    "google_genai._api_client",
+    "google_genai._common",
+    "google_genai.models",
+    "google_genai.types",
 )
 """Loggers the stack creates per module, named here so that they are guarded even before
 their module is imported (a logger's filters see only records made on that logger, not
