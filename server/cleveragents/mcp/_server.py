@@ -25,15 +25,14 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, Literal
 
-from cleveragents.tool import SchemaDefinitionError, ToolSpec
-from cleveragents.tool._spec import Validator, compile_schema
+from cleveragents.tool import ToolOutputError, ToolSpec
 
 from . import _sdk
 from ._config import McpServerConfig
 from ._errors import ConnectionLost, McpStartError, McpToolError
 from ._link import ConnectionEvents, ConnectParams, Era, Link, RawResult, WireTool
 from ._logfile import ServerLog
-from ._tools import build_specs, error_text, full_name, output_of
+from ._tools import build_specs, error_text, full_name, output_checks, output_of
 
 logger = logging.getLogger("cleveragents.mcp")
 
@@ -84,7 +83,7 @@ class McpServer:
         self._link: Link | None = None
         self._tools: list[WireTool] | None = None
         self._specs: list[ToolSpec] = []
-        self._validators: dict[str, Validator | None] = {}
+        self._output_checks: dict[str, ToolSpec | None] = {}
         self._restarts: collections.deque[float] = collections.deque()
         self._restart_lock = asyncio.Lock()
         self._events = _Events(self)
@@ -129,7 +128,7 @@ class McpServer:
         self._link = None
         self._tools = None
         self._specs = []
-        self._validators = {}
+        self._output_checks = {}
         self._settled.set()
 
     async def _run(self, deadline: float) -> None:
@@ -253,19 +252,17 @@ class McpServer:
 
     def _check_output(self, name: str, tool: str, raw: RawResult) -> None:
         """Log (only) a ``structuredContent`` that misses the tool's ``outputSchema``."""
-        validate = self._validators.get(tool)
-        if validate is None:
+        check = self._output_checks.get(tool)
+        if check is None:
             return
         if raw.structured is None:
             logger.info("%s declares an outputSchema but answered without structuredContent", name)
             return
         try:
-            validate(raw.structured)
-        except ValueError as exc:  # fastjsonschema's JsonSchemaValueException
+            check.validate_output(raw.structured)
+        except ToolOutputError as exc:
             logger.warning(
-                "%s: structuredContent does not match its outputSchema (%s); used as is",
-                name,
-                getattr(exc, "message", exc),
+                "%s: structuredContent does not match its outputSchema (%s); used as is", name, exc
             )
 
     # -- tools ---------------------------------------------------------------------------
@@ -274,19 +271,12 @@ class McpServer:
         specs, skipped = build_specs(self.config, tools, self.call_tool)
         for line in skipped:
             logger.warning("MCP server %s: skipped tool %s", self.config.name, line)
-        validators: dict[str, Validator | None] = {}
-        for tool in tools:
-            schema = tool.get("outputSchema")
-            if isinstance(tool.get("name"), str) and isinstance(schema, Mapping):
-                try:
-                    validators[tool["name"]] = compile_schema(schema)
-                except SchemaDefinitionError:
-                    validators[tool["name"]] = None
+        checks = output_checks(self.config.name, tools)
         changed = self._tools is not None and tools != self._tools
         self._tools = tools
         self._specs = specs
         self.skipped = skipped
-        self._validators = validators
+        self._output_checks = checks
         if (notify or changed) and self._on_tools_changed is not None:
             try:
                 self._on_tools_changed(self)

@@ -6,7 +6,8 @@ whose name or ``inputSchema`` the core cannot take is skipped with a reason, nev
 fatal for the server. The kind that feeds the automation profile is ``read`` only for
 ``readOnlyHint: true``; the server entry's ``trust`` overrides it. A tool's
 ``outputSchema`` is deliberately not put on the spec (the runner would fail a record
-whose output does not match); the server only logs a mismatch.
+whose output does not match): :func:`output_checks` builds a spec of its own for it,
+used only to check answers, and the server only logs a mismatch.
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ from typing import Any
 from cleveragents.tool import (
     RESERVED_INPUT_KEYS,
     TOOL_NAME_PATTERN,
+    InvalidToolNameError,
+    SchemaDefinitionError,
     ToolAnnotations,
     ToolKind,
     ToolSpec,
@@ -128,6 +131,30 @@ def _handler(tool: str, call: ToolCaller) -> Callable[[dict[str, Any]], Awaitabl
         return await call(tool, arguments)
 
     return call_mcp_tool
+
+
+def output_checks(server: str, tools: Sequence[WireTool]) -> dict[str, ToolSpec | None]:
+    """Per tool that declares an ``outputSchema``, a spec that only checks answers against
+    it (``validate_output`` raises ``ToolOutputError``); ``None`` for a schema that
+    cannot be compiled or a name that is not a valid tool name."""
+    checks: dict[str, ToolSpec | None] = {}
+    for tool in tools:
+        name, schema = tool.get("name"), tool.get("outputSchema")
+        if isinstance(name, str) and isinstance(schema, Mapping):
+            try:
+                checks[name] = ToolSpec(
+                    full_name(server, name), "", _ANY_INPUT, _never_called, output_schema=schema
+                )
+            except (SchemaDefinitionError, InvalidToolNameError):
+                checks[name] = None
+    return checks
+
+
+_ANY_INPUT: dict[str, Any] = {"type": "object"}
+
+
+def _never_called(inputs: dict[str, Any]) -> Any:
+    raise AssertionError("an output check is never called")
 
 
 def output_of(result: RawResult) -> Any:
