@@ -101,12 +101,15 @@ METHODS: tuple[Method, ...] = (
 
 BY_NAME: dict[str, Method] = {m.name: m for m in METHODS}
 
-LIFECYCLE_TYPES: tuple[type, ...] = (
-    t.InitializationOptions,
-    t.ClientCapabilitiesCleverAgents,
-    t.DaemonCapabilities,
-)
-"""Contract types that belong to ``initialize`` rather than to one of our methods."""
+LIFECYCLE: dict[type, str] = {
+    t.InitializationOptions: "initialize params: initializationOptions",
+    t.ClientCapabilitiesCleverAgents: "initialize params: capabilities.experimental.cleveragents",
+    t.DaemonCapabilities: "initialize result: capabilities.experimental.cleveragents",
+}
+"""Contract types that belong to ``initialize`` rather than to one of our methods, and
+where ``initialize`` carries each."""
+
+LIFECYCLE_TYPES: tuple[type, ...] = tuple(LIFECYCLE)
 
 DAEMON_REQUESTS: tuple[str, ...] = tuple(
     m.name for m in METHODS if m.kind == "request" and m.direction == "client->daemon"
