@@ -6,10 +6,12 @@ from typing import Literal
 
 import attrs
 
+from ...tool import ToolKind
 from ._optional import opt
 
 McpProtocol = Literal["2025-11-25", "2026-07-28"]
-McpTrust = Literal["read", "write", "execute"]
+McpTrust = ToolKind
+"""The tool kind every tool of a server counts as: the core's own ``ToolKind``."""
 McpStatus = Literal["starting", "ready", "failed", "stopped"]
 
 

@@ -66,7 +66,7 @@ class RunSummary:
 
     run_id: str
     """The run id."""
-    status: Literal["running", "completed", "limit", "cancelled", "failed"]
+    status: Literal["running", RunStatus]
     """``running`` for active runs; else the finished status."""
     prompt: str
     """The run's prompt."""
