@@ -2,8 +2,10 @@
 and the LSP base framing.
 
 No pygls and no transport of its own (the framing helpers work on any asyncio stream).
-The daemon and both clients use these names and types; ``client-protocol/schema/`` is
-generated from them.
+The daemon and both clients use these names and types. ``client-protocol/schema/``, the
+field tables of ``client-protocol/PROTOCOL.md`` (``_schema``, ``_doc``) and the TypeScript
+types (``_typescript``) are generated from them by ``python -m cleveragents._codegen``,
+which hands in the error classes of every layer.
 """
 
 from . import _methods as methods
