@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from cleveragents.client import Client, RpcError
+from cleveragents.llm.errors import ModelConfigError
 
 
 async def test_the_client_lends_its_model_and_serves_its_tools(tmp_path: Path) -> None:
@@ -41,4 +42,4 @@ async def test_client_errors_carry_the_daemon_code(tmp_path: Path) -> None:
     async with await Client.spawn(tmp_path, state_dir=tmp_path / "state") as client:
         with pytest.raises(RpcError) as info:
             await client.run("x")
-    assert info.value.code == -32020
+    assert info.value.code == ModelConfigError.code

@@ -1,7 +1,7 @@
 """ACP latency, in one run: ``session/new`` latency, and ``session/prompt`` to the first
 ``session/update``, against our own protocol's ``run/start`` to ``run/started``; and
 ``session/cancel`` during a running shell command to the prompt's ``cancelled`` answer
-(goal: within 200 ms, issue 11).
+(goal: within 200 ms).
 
 Both faces are the real ``cleveragents serve`` subprocess with the same scripted model
 (one text turn); medians over ROUNDS sequential requests after a warm-up.

@@ -1,4 +1,4 @@
-"""MCP servers as a tool source: connect time and per-call overhead (issue 10).
+"""MCP servers as a tool source: connect time and per-call overhead.
 
 The same real stdio MCP server (``tests/mcp/servers/sdk_server.py``, built with the SDK)
 is reached two ways in one run:

@@ -11,6 +11,8 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
+from cleveragents.tool import JsonRpcCode
+
 RequestHandler = Callable[[str, Any], Awaitable[Any]]
 Spawn = Callable[..., Awaitable["AcpClient"]]
 """The ``spawn`` fixture: ``await spawn(model, *serve_flags, **client_capabilities)``."""
@@ -90,7 +92,7 @@ class AcpClient:
             reply: dict[str, Any] = {"jsonrpc": "2.0", "id": message["id"], "result": result}
         except Exception as exc:  # noqa: BLE001 - answered as an error
             reply = {"jsonrpc": "2.0", "id": message["id"],
-                     "error": {"code": -32603, "message": str(exc)}}  # fmt: skip
+                     "error": {"code": JsonRpcCode.INTERNAL_ERROR, "message": str(exc)}}  # fmt: skip
         self.send(reply)
 
     def send(self, message: Any) -> None:

@@ -10,6 +10,8 @@ from typing import Any
 
 from acp_kit import Spawn, call, scripted, tool_updates
 
+from cleveragents.tool import JsonRpcCode
+
 SLOW = scripted(
     {"content": "Running.", "toolCalls": [call("builtin/shell", command="sleep 20")]},
     {"content": "never reached"},
@@ -49,7 +51,7 @@ async def test_session_cancel_mid_tool_fails_the_call_and_answers_cancelled_with
     assert late == []
 
 
-async def test_cancel_request_for_a_prompt_ends_its_run_and_answers_minus_32800(
+async def test_cancel_request_for_a_prompt_ends_its_run_and_answers_request_cancelled(
     spawn: Spawn, workspace: Path
 ) -> None:
     client = await spawn(SLOW, "--profile", "full-auto")
@@ -61,7 +63,7 @@ async def test_cancel_request_for_a_prompt_ends_its_run_and_answers_minus_32800(
     client.notify("$/cancel_request", {"requestId": prompt_id})
     async with asyncio.timeout(5):
         reply = await answer
-    assert reply["error"]["code"] == -32800
+    assert reply["error"]["code"] == JsonRpcCode.REQUEST_CANCELLED
     (shell,) = tool_updates(client.updates(session)).values()
     assert shell[-1]["status"] == "failed"
 
@@ -79,7 +81,10 @@ async def test_bad_lines_are_answered_or_skipped_and_the_agent_stays_up(
     reply = await client.prompt(session, "hello?")
     assert reply == {"stopReason": "end_turn"}
     errors = [line["error"]["code"] for line in client.lines if "error" in line]
-    assert errors == [-32700, -32600, -32700, -32700, -32601]
+    parse, invalid, unknown = (
+        JsonRpcCode.PARSE_ERROR, JsonRpcCode.INVALID_REQUEST, JsonRpcCode.METHOD_NOT_FOUND,
+    )  # fmt: skip
+    assert errors == [parse, invalid, parse, parse, unknown]
     assert client.stdout_junk == []  # nothing but protocol on stdout
 
 

@@ -9,6 +9,9 @@ from typing import Any
 
 from acp_kit import Spawn, call, scripted, tool_updates
 
+from cleveragents.acp._agent import RESOURCE_NOT_FOUND
+from cleveragents.tool import JsonRpcCode
+
 SDK_SERVER = Path(__file__).resolve().parents[1] / "mcp" / "servers" / "sdk_server.py"
 
 WRITE = scripted(
@@ -61,7 +64,7 @@ async def test_set_mode_changes_what_is_asked_and_is_announced(
     )
     assert {o["id"]: o["currentValue"] for o in reply["configOptions"]}["mode"] == "review"
     bad = await client.raw_request("session/set_mode", {"sessionId": session, "modeId": "nonsense"})
-    assert bad["error"]["code"] == -32602
+    assert bad["error"]["code"] == JsonRpcCode.INVALID_PARAMS
 
 
 async def test_list_load_and_resume_work_after_a_daemon_restart(
@@ -107,7 +110,7 @@ async def test_list_load_and_resume_work_after_a_daemon_restart(
     assert [line for line in third.lines[count:] if line.get("method")] == []
     assert await third.request("session/close", {"sessionId": session}) == {}
     gone = await third.raw_request("session/prompt", {"sessionId": session, "prompt": []})
-    assert gone["error"]["code"] == -32002
+    assert gone["error"]["code"] == RESOURCE_NOT_FOUND
 
 
 async def test_mcp_servers_from_session_new_are_started_and_their_tools_called(
@@ -145,4 +148,4 @@ async def test_an_mcp_server_that_fails_to_start_is_reported_after_the_answer(
         "session/new",
         {"cwd": str(workspace), "mcpServers": [{"type": "sse", "name": "s", "url": "http://x"}]},
     )
-    assert bad["error"]["code"] == -32602
+    assert bad["error"]["code"] == JsonRpcCode.INVALID_PARAMS

@@ -9,6 +9,10 @@ from typing import Any
 
 from acp_kit import Spawn, call, scripted, tool_updates
 
+from cleveragents.acp._agent import RESOURCE_NOT_FOUND
+from cleveragents.llm.errors import ModelConfigError
+from cleveragents.tool import JsonRpcCode
+
 READ_THEN_EDIT = scripted(
     {"content": "Reading.", "toolCalls": [call("builtin/file-read", path="src/greet.py")]},
     {"content": "Editing.", "toolCalls": [
@@ -30,7 +34,7 @@ def answering(outcome: str, asked: list[Any]) -> Any:
 async def test_initialize_answers_version_capabilities_and_agent_info(spawn: Spawn) -> None:
     client = await spawn(scripted({"content": "hi"}))
     again = await client.raw_request("initialize", {"protocolVersion": 1})
-    assert again["error"]["code"] == -32600  # one initialize per connection
+    assert again["error"]["code"] == JsonRpcCode.INVALID_REQUEST  # one initialize per connection
     first = client.lines[0]["result"]
     assert first["protocolVersion"] == 1
     assert first["agentInfo"]["name"] == "cleveragents"
@@ -195,7 +199,7 @@ async def test_resource_and_link_blocks_reach_the_model(spawn: Spawn, workspace:
         "session/prompt",
         {"sessionId": session, "prompt": [{"type": "image", "data": "", "mimeType": "x"}]},
     )
-    assert bad["error"]["code"] == -32602
+    assert bad["error"]["code"] == JsonRpcCode.INVALID_PARAMS
 
 
 async def test_a_run_that_cannot_start_is_an_error_reply(spawn: Spawn, workspace: Path) -> None:
@@ -204,7 +208,7 @@ async def test_a_run_that_cannot_start_is_an_error_reply(spawn: Spawn, workspace
     reply = await client.raw_request(
         "session/prompt", {"sessionId": session, "prompt": [{"type": "text", "text": "x"}]}
     )
-    assert reply["error"]["code"] < 0
+    assert reply["error"]["code"] == ModelConfigError.code
     unknown = await client.raw_request("session/prompt", {"sessionId": "nope", "prompt": []})
-    assert unknown["error"]["code"] == -32002
+    assert unknown["error"]["code"] == RESOURCE_NOT_FOUND
     await asyncio.sleep(0)

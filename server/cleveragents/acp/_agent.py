@@ -17,12 +17,12 @@ from typing import Any
 
 from .. import __version__
 from ..daemon import DaemonConfig
-from ..daemon._dispatch import INVALID_PARAMS, RequestHandler, RpcError
+from ..daemon._dispatch import RequestHandler, RpcError
 from ..daemon._mcp import to_configs
 from ..daemon._server import to_rpc_error
 from ..llm.spec import resolve_model_spec
 from ..protocol import ParamsError, wire
-from ..tool import CleverAgentsError, ToolSpec
+from ..tool import CleverAgentsError, JsonRpcCode, ToolSpec
 from ..workspace import BUILTIN_PROFILES, DEFAULT_PROFILE
 from . import _mapping as mp
 from ._rpc import AcpDispatcher
@@ -33,6 +33,7 @@ logger = logging.getLogger(__name__)
 
 PROTOCOL_VERSION = 1
 RESOURCE_NOT_FOUND = -32002
+"""ACP's own code for an unknown session (not one of JSON-RPC's)."""
 
 
 def _now() -> str:
@@ -40,7 +41,7 @@ def _now() -> str:
 
 
 def _fail(field: str, problem: str) -> RpcError:
-    return RpcError(INVALID_PARAMS, f"{field}: {problem}")
+    return RpcError(JsonRpcCode.INVALID_PARAMS, f"{field}: {problem}")
 
 
 def _directory(value: Any, field: str) -> str:
@@ -228,7 +229,7 @@ class AcpAgent:
         try:
             configs = to_configs(mcp_entries(mcp_raw), "params.mcpServers")
         except ParamsError as exc:
-            raise RpcError(INVALID_PARAMS, str(exc)) from None
+            raise RpcError(JsonRpcCode.INVALID_PARAMS, str(exc)) from None
         fs = self.client_capabilities.get("fs")
         session = Session(
             meta, self.rpc, self.config, self.builtin_tools, self.store,
@@ -349,12 +350,15 @@ class AcpAgent:
     async def prompt(self, params: dict[str, Any]) -> Any:
         session = self._session(params)
         if session.turn is not None and not session.turn.closed:
-            raise RpcError(-32600, "invalid request: a prompt is already running in this session")
+            raise RpcError(
+                JsonRpcCode.INVALID_REQUEST,
+                "invalid request: a prompt is already running in this session",
+            )
         blocks: Any = params.get("prompt")
         try:
             text = mp.prompt_text(blocks, session.roots)
         except mp.PromptError as exc:
-            raise RpcError(INVALID_PARAMS, str(exc)) from None
+            raise RpcError(JsonRpcCode.INVALID_PARAMS, str(exc)) from None
         meta = session.meta
         runs: list[str] = meta["runs"]
         run_params = wire.RunParams(
@@ -373,7 +377,7 @@ class AcpAgent:
         run.task = task
         try:
             result = await asyncio.shield(task)
-        except asyncio.CancelledError:  # $/cancel_request: end the run, then -32800
+        except asyncio.CancelledError:  # $/cancel_request: end the run, then REQUEST_CANCELLED
             run.cancel.cancel("$/cancel_request")
             await asyncio.wait([task], timeout=5)
             session.close_turn("cancelled")
@@ -386,5 +390,6 @@ class AcpAgent:
         session.close_turn("cancelled" if result.status == "cancelled" else "interrupted")
         if result.status == "failed":
             error = result.error
-            raise RpcError(error.code if error else -32603, error.message if error else "failed")
+            code = error.code if error else JsonRpcCode.INTERNAL_ERROR
+            raise RpcError(code, error.message if error else "failed")
         return {"stopReason": mp.STOP_REASONS[result.status]}

@@ -17,8 +17,7 @@ import os
 from typing import Any
 from urllib.parse import unquote, urlparse
 
-from ..tool import ToolSpec
-from ..tool._runner import output_text
+from ..tool import ToolSpec, output_text
 
 STOP_REASONS = {"completed": "end_turn", "limit": "max_turn_requests", "cancelled": "cancelled"}
 

@@ -7,7 +7,7 @@ answer per request, the daemon's own outgoing-id table) is the daemon's
 * a message is one line of JSON text ending in ``\\n`` (JSON text never holds a raw
   newline, so nothing needs escaping);
 * a line is at most :data:`MAX_LINE` bytes, the TypeScript SDK's own read limit: a
-  longer line is skipped as it is read and answered -32700 (see :func:`read_lines`);
+  longer line is skipped as it is read and answered PARSE_ERROR (see :func:`read_lines`);
 * cancelling a request is ``$/cancel_request {requestId}``, in both directions.
 """
 
@@ -18,8 +18,9 @@ import logging
 from collections.abc import AsyncIterator
 from typing import Any
 
-from ..daemon._dispatch import PARSE_ERROR, Dispatcher, FrameSink, Handlers
+from ..daemon._dispatch import Dispatcher, FrameSink, Handlers
 from ..protocol import dumps
+from ..tool import JsonRpcCode
 
 logger = logging.getLogger(__name__)
 
@@ -97,7 +98,8 @@ class AcpDispatcher(Dispatcher):
         """One line from :func:`read_lines`. Never raises."""
         if isinstance(item, OversizedLine):
             text = f"parse error: a {item.size}-byte line is over the {MAX_LINE}-byte limit"
-            error = {"jsonrpc": "2.0", "id": None, "error": {"code": PARSE_ERROR, "message": text}}
+            body = {"code": int(JsonRpcCode.PARSE_ERROR), "message": text}
+            error = {"jsonrpc": "2.0", "id": None, "error": body}
             self._sink.write(line(dumps(error)))
             return
         self.receive(item)
@@ -106,7 +108,7 @@ class AcpDispatcher(Dispatcher):
         if method == CANCEL_REQUEST:
             request_id = params.get("requestId") if isinstance(params, dict) else None
             # The dispatcher's own cancel: the handler's task is cancelled; the prompt
-            # handler then ends its run cleanly and the request answers -32800.
+            # handler then ends its run cleanly and the request answers REQUEST_CANCELLED.
             super()._notification("$/cancelRequest", {"id": request_id})
             return
         super()._notification(method, params)

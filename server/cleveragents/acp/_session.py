@@ -24,7 +24,15 @@ import attrs
 from ..daemon import DaemonConfig, RunManager
 from ..daemon._peer import PeerRequestError
 from ..protocol import methods as m
-from ..tool import CleverAgentsError, PermissionQuery, ToolPolicy, ToolSpec
+from ..tool import (
+    PERMISSION_OUTCOMES,
+    CleverAgentsError,
+    JsonRpcCode,
+    PermissionOutcome,
+    PermissionQuery,
+    ToolPolicy,
+    ToolSpec,
+)
 from ..workspace import ProfilePolicy, get_profile, resolve_path
 from . import _mapping as mp
 from ._editor_fs import EditorFiles
@@ -35,12 +43,13 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-OPTIONS = [
-    {"optionId": "allow_once", "name": "Allow", "kind": "allow_once"},
-    {"optionId": "allow_always", "name": "Always allow", "kind": "allow_always"},
-    {"optionId": "reject_once", "name": "Reject", "kind": "reject_once"},
-    {"optionId": "reject_always", "name": "Always reject", "kind": "reject_always"},
-]
+_OPTION_NAMES: dict[PermissionOutcome, str] = {
+    "allow_once": "Allow", "allow_always": "Always allow",
+    "reject_once": "Reject", "reject_always": "Always reject",
+}  # fmt: skip
+OPTIONS = [{"optionId": o, "name": _OPTION_NAMES[o], "kind": o} for o in PERMISSION_OUTCOMES]
+"""ACP's permission options: each option id and kind is one of our outcomes (ACP's
+``PermissionOptionKind`` has the same four words)."""
 _READ_LIMIT = 8 * 1024 * 1024
 """Files larger than this are shown without a diff (the text output stands instead)."""
 
@@ -75,7 +84,10 @@ class SessionPeer:
 
     def request(self, method: str, params: Any) -> tuple[str, asyncio.Future[Any]]:
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-        future.set_exception(PeerRequestError(-32601, f"{method} is not available over ACP"))
+        error = PeerRequestError(
+            JsonRpcCode.METHOD_NOT_FOUND, f"{method} is not available over ACP"
+        )
+        future.set_exception(error)
         return "", future
 
     def cancel_request(self, msg_id: str, extra: dict[str, Any] | None = None) -> None:
@@ -241,7 +253,7 @@ class Session:
 
     # -- permission ------------------------------------------------------------------
 
-    async def _ask(self, query: PermissionQuery, reason: str) -> str:
+    async def _ask(self, query: PermissionQuery, reason: str) -> PermissionOutcome:
         name = query.spec.name
         remembered = self.remembered.get(name)
         if remembered is not None:
@@ -266,14 +278,15 @@ class Session:
             self.cancel("the permission prompt was cancelled")
             return "reject_once"
         option = outcome.get("optionId") if isinstance(outcome, dict) else None
-        if kind != "selected" or option not in {o["optionId"] for o in OPTIONS}:
+        chosen = next((o for o in PERMISSION_OUTCOMES if o == option), None)
+        if kind != "selected" or chosen is None:
             logger.warning("session/request_permission answered %r; rejecting", outcome)
             return "reject_once"
-        if option == "allow_always":
+        if chosen == "allow_always":
             self.remembered[name] = True
-        elif option == "reject_always":
+        elif chosen == "reject_always":
             self.remembered[name] = False
-        return str(option)
+        return chosen
 
     # -- cancel ----------------------------------------------------------------------
 
