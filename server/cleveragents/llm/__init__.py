@@ -1,0 +1,7 @@
+"""The models a run can use: model specs (:mod:`.spec`), their errors (:mod:`.errors`),
+the scripted model (:mod:`.scripted`) and the HTTP adapters over the official SDKs
+(:mod:`.openai`, :mod:`.anthropic`, :mod:`.gemini`).
+
+Stands on ``cleveragents.tool``'s public names only. Importing this package, or any of
+its modules, imports no provider SDK: an adapter imports its SDK when it is built.
+"""
