@@ -1,0 +1,51 @@
+"""One registry of error codes: every layer's classes, each code once, the base first."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from cleveragents._codegen import wire_errors
+from cleveragents.tool import CleverAgentsError, JsonRpcCode, ToolError, error_classes
+
+
+def test_every_layer_s_errors_are_registered_once_each() -> None:
+    errors = wire_errors()
+    names = {cls.__name__: cls.__module__.split(".")[1] for cls in errors}
+    assert names["ToolNotFoundError"] == "tool"
+    assert names["SandboxViolationError"] == "workspace"
+    assert names["ProfileError"] == "workspace"
+    assert names["ModelProviderError"] == "llm"
+    assert names["RunNotFoundError"] == "transcripts"
+    assert names["CapabilityError"] == "daemon"
+    codes = [cls.code for cls in errors]
+    assert codes == sorted(set(codes), reverse=True)  # unique, base (-32010) first
+    assert errors[0] is CleverAgentsError
+
+
+def test_a_code_taken_twice_is_refused_when_the_class_is_defined() -> None:
+    with pytest.raises(TypeError, match="-32011"):
+
+        class Impostor(CleverAgentsError):
+            code = ToolError.code
+
+    assert ToolError in error_classes()
+
+
+def test_a_subclass_without_a_code_of_its_own_is_not_a_new_entry() -> None:
+    before = error_classes()
+
+    class Detail(ToolError):
+        pass
+
+    assert error_classes() == before
+    assert Detail("x").code == ToolError.code
+
+
+def test_json_rpc_codes_are_plain_integers_on_the_wire() -> None:
+    assert json.dumps({"code": JsonRpcCode.INVALID_PARAMS}) == '{"code": -32602}'
+    assert {c.name: int(c) for c in JsonRpcCode} == {
+        "PARSE_ERROR": -32700, "INVALID_REQUEST": -32600, "METHOD_NOT_FOUND": -32601,
+        "INVALID_PARAMS": -32602, "INTERNAL_ERROR": -32603, "REQUEST_CANCELLED": -32800,
+    }  # fmt: skip
