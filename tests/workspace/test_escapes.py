@@ -32,7 +32,7 @@ from workspace_kit import Caller, Sandbox, make_caller, shell_tool
 
 from cleveragents.tool import CleverAgentsError
 from cleveragents.workspace import PinnedRoot, SandboxViolationError, _walk, builtin_tools
-from cleveragents.workspace._sandbox import show
+from cleveragents.workspace._errors import show
 
 READ, WRITE, EDIT = "builtin/file-read", "builtin/file-write", "builtin/file-edit"
 LIST, SEARCH = "builtin/file-list", "builtin/file-search"

@@ -27,19 +27,15 @@ from cleveragents.workspace import (
     WorkspaceToolError,
     builtin_tools,
 )
+from cleveragents.workspace._file_search import file_search
+from cleveragents.workspace._globs import GitIgnore
 from cleveragents.workspace._patterns import (
     UnsafeGlobError,
     UnsupportedPatternError,
     glob_to_regex,
 )
-from cleveragents.workspace._walk import GitIgnore
-from cleveragents.workspace.files import (
-    StopFlag,
-    _Stopped,
-    file_search,
-    file_tools,
-    run_stoppable,
-)
+from cleveragents.workspace._stop import StopFlag, _Stopped, run_stoppable
+from cleveragents.workspace.files import file_tools
 from daemon.rawpeer import RawDaemon
 
 # ----------------------------------------------------------------------------- schemas

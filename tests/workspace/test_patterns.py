@@ -11,6 +11,7 @@ import re
 import pytest
 
 from cleveragents.workspace import WorkspaceToolError
+from cleveragents.workspace._globs import GitIgnore
 from cleveragents.workspace._patterns import (
     MAX_GLOB_CHARS,
     GlobSet,
@@ -20,7 +21,6 @@ from cleveragents.workspace._patterns import (
     compile_search,
     glob_to_regex,
 )
-from cleveragents.workspace._walk import GitIgnore
 
 TWELVE_STARS = "*a" * 11 + "*b"  # *a*a*a*a*a*a*a*a*a*a*a*b
 FORTY_AS = "a" * 40

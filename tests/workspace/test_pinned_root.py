@@ -11,7 +11,14 @@ from typing import Any
 import pytest
 from workspace_kit import make_caller, make_sandbox, shell_tool
 
-from cleveragents.workspace import PinnedRoot, SandboxViolationError, file_tools, files
+from cleveragents.workspace import (
+    PinnedRoot,
+    SandboxViolationError,
+    _file_list,
+    _file_read,
+    _file_write,
+    file_tools,
+)
 
 
 def _swap_for_symlink(directory: Path, target: Path) -> None:
@@ -135,8 +142,8 @@ def test_a_read_whose_root_is_swapped_after_resolution_reads_the_pinned_director
     tmp_path: Path, decoy: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     sandbox = make_sandbox(tmp_path)
-    swap = SwapOnce(files.resolve_path, sandbox.root, decoy)
-    monkeypatch.setattr(files, "resolve_path", swap)
+    swap = SwapOnce(_file_read.resolve_path, sandbox.root, decoy)
+    monkeypatch.setattr(_file_read, "resolve_path", swap)
     call = make_caller(file_tools(), sandbox.root)
     with PinnedRoot.open(str(sandbox.root)).activate():
         assert call("builtin/file-read", path="inside.txt")["content"] == "inside\n"
@@ -147,8 +154,8 @@ def test_a_write_whose_root_is_swapped_after_resolution_lands_in_the_pinned_dire
     tmp_path: Path, decoy: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     sandbox = make_sandbox(tmp_path)
-    swap = SwapOnce(files.resolve_path, sandbox.root, decoy)
-    monkeypatch.setattr(files, "resolve_path", swap)
+    swap = SwapOnce(_file_write.resolve_path, sandbox.root, decoy)
+    monkeypatch.setattr(_file_write, "resolve_path", swap)
     call = make_caller(file_tools(), sandbox.root)
     with PinnedRoot.open(str(sandbox.root)).activate():
         call("builtin/file-write", path="new.txt", content="mine\n")
@@ -161,8 +168,8 @@ def test_a_list_whose_root_is_swapped_after_the_check_lists_the_pinned_directory
     tmp_path: Path, decoy: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     sandbox = make_sandbox(tmp_path)
-    swap = SwapOnce(files.sandbox_root, sandbox.root, decoy)
-    monkeypatch.setattr(files, "sandbox_root", swap)
+    swap = SwapOnce(_file_list.sandbox_root, sandbox.root, decoy)
+    monkeypatch.setattr(_file_list, "sandbox_root", swap)
     call = make_caller(file_tools(), sandbox.root)
     with PinnedRoot.open(str(sandbox.root)).activate():
         entries = call("builtin/file-list", pattern="**")["entries"]

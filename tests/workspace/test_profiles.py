@@ -265,8 +265,7 @@ def test_an_unknown_profile_name_fails_at_construction() -> None:
 
 
 def test_a_tool_both_read_only_and_destructive_gets_the_write_decision() -> None:
-    from cleveragents.tool import ToolActorContext, ToolAnnotations, ToolSpec
-    from cleveragents.tool._policy import PermissionQuery
+    from cleveragents.tool import PermissionQuery, ToolActorContext, ToolAnnotations, ToolSpec
 
     spec = ToolSpec(
         name="client.wipe", description="", input_schema={"type": "object"},

@@ -9,13 +9,9 @@ import pytest
 from workspace_kit import Sandbox
 
 from cleveragents.workspace import SandboxViolationError, WorkspaceToolError, resolve_path
-from cleveragents.workspace._sandbox import (
-    check_pattern,
-    open_beneath,
-    real_root,
-    sandbox_root,
-    show,
-)
+from cleveragents.workspace._errors import show
+from cleveragents.workspace._pinned import real_root
+from cleveragents.workspace._sandbox import check_pattern, open_beneath, sandbox_root
 
 CODE = SandboxViolationError.code
 

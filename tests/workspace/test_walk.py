@@ -13,8 +13,9 @@ import pytest
 from workspace_kit import Caller, Sandbox, make_caller
 
 from cleveragents.workspace import WorkspaceLimits, WorkspaceToolError, file_tools
+from cleveragents.workspace._file_list import file_list
+from cleveragents.workspace._stop import StopFlag, _Stopped, run_stoppable
 from cleveragents.workspace._walk import DEFAULT_MAX_DEPTH, Walk
-from cleveragents.workspace.files import StopFlag, _Stopped, file_list, run_stoppable
 
 DEEP = 1500
 

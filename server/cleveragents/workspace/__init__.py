@@ -6,13 +6,19 @@
   ``builtin/shell``. Each receives the run's ``sandbox_root`` among its inputs and never
   touches anything outside it (see :mod:`~cleveragents.workspace._sandbox` for the path
   rules, :mod:`~cleveragents.workspace.shell` for how commands are confined).
+* :class:`SandboxViolationError` and :class:`ProfileError` are the workspace's errors,
+  with codes of their own; :class:`WorkspaceToolError` any other failure of its tools.
 * :class:`WorkspaceLimits` caps what they read, return and run.
 * :class:`AutomationProfile`, :func:`get_profile` and :class:`ProfilePolicy` decide which
   calls run, which are asked about and which are refused.
 
 Paths given to the tools are relative to the sandbox root or absolute inside it; paths in
-their outputs are absolute, inside the real (symlink-resolved) root (design §10.1). The
-glob, ``.gitignore`` and directory-walk code is in :mod:`~cleveragents.workspace._walk`.
+their outputs are absolute, inside the real (symlink-resolved) root
+(``client-protocol/PROTOCOL.md`` §15). Each file tool has a module of its own, assembled
+by :mod:`~cleveragents.workspace.files`; the glob and ``.gitignore`` code is in
+:mod:`~cleveragents.workspace._globs`, the directory walk in
+:mod:`~cleveragents.workspace._walk`, the run's pinned root in
+:mod:`~cleveragents.workspace._pinned`.
 
 This package stands on :mod:`cleveragents.tool` and knows nothing of the daemon, the wire
 or the models.
@@ -21,18 +27,18 @@ or the models.
 
 from __future__ import annotations
 
-from cleveragents.tool._spec import ToolSpec
+from cleveragents.tool import ToolSpec
 
-from ._errors import ProfileError, SandboxViolationError
-from ._sandbox import PinnedRoot, WorkspaceToolError, resolve_path
-from .files import WorkspaceLimits, file_tools
+from ._errors import ProfileError, SandboxViolationError, WorkspaceToolError
+from ._limits import WorkspaceLimits
+from ._pinned import PinnedRoot
+from ._sandbox import resolve_path
+from .files import file_tools
 from .profiles import (
     BUILTIN_PROFILES,
     DEFAULT_PROFILE,
     AskCallback,
     AutomationProfile,
-    Decision,
-    Outcome,
     ProfilePolicy,
     get_profile,
     parse_profile,
@@ -46,8 +52,6 @@ __all__ = [
     "AskCallback",
     "AutomationProfile",
     "Confinement",
-    "Decision",
-    "Outcome",
     "PinnedRoot",
     "ProfileError",
     "ProfilePolicy",

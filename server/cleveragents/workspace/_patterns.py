@@ -25,7 +25,7 @@ from collections.abc import Sequence
 
 import re2  # google-re2 ships no stubs; mypy is told to ignore it (pyproject)
 
-from ._sandbox import WorkspaceToolError, show
+from ._errors import WorkspaceToolError, show
 
 MAX_GLOB_CHARS = 1024
 """Longer globs are refused (``.gitignore``: skipped). RE2 is linear in the name, but

@@ -1,4 +1,4 @@
-"""The one place where a path the model gave becomes a path on disk.
+"""The one place where a path the model gave becomes a path on disk, and an open file.
 
 Every file tool goes through :func:`resolve_path` (and :func:`check_pattern` for glob
 patterns), then opens what it resolved with :func:`open_beneath` (files through
@@ -17,19 +17,20 @@ patterns), then opens what it resolved with :func:`open_beneath` (files through
   inode as a file outside the root.
 * Percent-encoding and ``~`` are not interpreted: ``%2e%2e`` is a file name.
 
-Every refusal is a :class:`SandboxViolationError` whose message names the path as the
-model gave it and the rule it broke.
+Every refusal is a :class:`~cleveragents.workspace.SandboxViolationError` whose message
+names the path as the model gave it and the rule it broke.
 
 **Race (TOCTOU) handling.** ``realpath`` and the later ``open`` are two steps; something
 running concurrently (the shell tool, another process) could swap a directory for a
 symlink in between. :func:`open_beneath` therefore never opens the resolved path by name:
-it walks it from a descriptor of the root (the run's pinned one, see :class:`PinnedRoot`,
-so the root's own name is not re-resolved either), one component at a time, with ``O_NOFOLLOW``
-and ``dir_fd``, so a symlink that appears after resolution makes the open fail instead of
-being followed. The residual risks are a bind mount appearing inside the root (needs
-privileges) and a hard link created after the ``st_nlink`` check of a write (the written
-inode is still the one inside the root; see ``docs/security.md``). Python has no
-``openat2(RESOLVE_BENEATH)``, which would close these too.
+it walks it from a descriptor of the root (the run's pinned one, see
+:mod:`~cleveragents.workspace._pinned`, so the root's own name is not re-resolved either),
+one component at a time, with ``O_NOFOLLOW`` and ``dir_fd``, so a symlink that appears
+after resolution makes the open fail instead of being followed. The residual risks are a
+bind mount appearing inside the root (needs privileges) and a hard link created after the
+``st_nlink`` check of a write (the written inode is still the one inside the root; see
+``docs/security.md``). Python has no ``openat2(RESOLVE_BENEATH)``, which would close
+these too.
 
 This module knows nothing of tools, schemas or profiles.
 """
@@ -37,51 +38,21 @@ This module knows nothing of tools, schemas or profiles.
 from __future__ import annotations
 
 import contextlib
-import contextvars
 import errno
 import os
 import stat
-import threading
-from collections.abc import Iterator
 from pathlib import Path
 
-import attrs
+from cleveragents.tool import JSONValue
 
-from cleveragents.tool._errors import ToolError
-from cleveragents.tool._types import JSONValue
-
-from ._errors import SandboxViolationError
+from ._errors import SandboxViolationError, WorkspaceToolError, show
+from ._pinned import DIRECTORY_FLAGS, O_CLOEXEC, O_NOFOLLOW, O_NONBLOCK, real_root, root_descriptor
 
 PATH_MAX = 4096
 """Longest path accepted, in bytes (Linux ``PATH_MAX`` including the terminating NUL)."""
 
 NAME_MAX = 255
 """Longest single path component accepted, in bytes."""
-
-_SHOW_MAX = 120
-
-_O_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
-_O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
-_O_DIRECTORY = getattr(os, "O_DIRECTORY", 0)
-_O_NONBLOCK = getattr(os, "O_NONBLOCK", 0)
-
-
-class WorkspaceToolError(ToolError):
-    """A file or shell tool failed for a reason other than the sandbox.
-
-    A missing file, a binary file, an ambiguous edit, an invalid regex, a timed-out
-    command. The runner records the message as the call's error.
-    """
-
-
-def show(text: str) -> str:
-    """Quote a path or pattern for an error message, as the model gave it.
-
-    Control characters (NUL included) are escaped; very long values are abbreviated.
-    """
-    if len(text) > _SHOW_MAX:
-        return f"{text[:100]!r}... ({len(text)} characters)"
-    return repr(text)
 
 
 def sandbox_root(inputs: dict[str, JSONValue]) -> str:
@@ -99,163 +70,6 @@ def given_root(inputs: dict[str, JSONValue]) -> str:
     :func:`resolve_path` accepts absolute paths under either spelling of it."""
     sandbox_root(inputs)  # the same checks
     return os.path.normpath(str(inputs["sandbox_root"]))
-
-
-class _RootDescriptor:
-    """The pinned root's directory descriptor, shared by a run's tool calls.
-
-    Callers never use it directly: :meth:`dup` hands each one its own copy under the
-    lock, so closing the pin (the run ended) cannot pull a descriptor out from under a
-    call still running in a thread, nor let a reused descriptor number point elsewhere.
-    """
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._fd: int | None = None
-
-    def set(self, fd: int | None) -> None:
-        with self._lock:
-            old, self._fd = self._fd, fd
-        if old is not None:
-            os.close(old)
-
-    def dup(self) -> int | None:
-        with self._lock:
-            return None if self._fd is None else os.dup(self._fd)
-
-
-@attrs.frozen
-class PinnedRoot:
-    """A run's sandbox root as it was at ``run/start``: its real path, its inode and,
-    while active, an open descriptor of it.
-
-    While a pin is active (:meth:`activate`, around the whole run), every tool call
-    checks that the root's name still leads to that same directory, and then opens what
-    it uses beneath the pinned descriptor, never through a new resolution of the name;
-    the shell binds that descriptor. So a root swapped for a symlink mid-run (by another
-    run, or a shell) fails every later call of the run with a sandbox violation naming
-    the root, and a swap that lands between the check and the open still cannot move the
-    call out of the pinned directory."""
-
-    given: str
-    real: str
-    device: int
-    inode: int
-    _descriptor: _RootDescriptor = attrs.field(factory=_RootDescriptor, eq=False, repr=False)
-
-    @classmethod
-    def open(cls, root: str) -> PinnedRoot:
-        real = real_root(root)
-        info = os.stat(real)
-        return cls(os.path.normpath(root), real, info.st_dev, info.st_ino)
-
-    @contextlib.contextmanager
-    def activate(self) -> Iterator[None]:
-        """Pin the root for the calls made inside: open its descriptor, and close it after.
-
-        If the directory at the real path is no longer the one pinned, no descriptor is
-        opened and every call fails with a sandbox violation."""
-        self._descriptor.set(_open_same_directory(self.real, self.device, self.inode))
-        token = _PINNED.set(self)
-        try:
-            yield
-        finally:
-            _PINNED.reset(token)
-            self._descriptor.set(None)
-
-    def check(self) -> str:
-        """The pinned real path, if the root is still the directory pinned."""
-        try:
-            moved = os.path.realpath(self.given) != self.real
-            info = os.stat(self.real, follow_symlinks=False)
-            moved = moved or (info.st_dev, info.st_ino) != (self.device, self.inode)
-            moved = moved or not stat.S_ISDIR(info.st_mode)
-        except OSError:
-            moved = True
-        if moved:
-            raise self._moved()
-        return self.real
-
-    def descriptor(self) -> int:
-        """A new descriptor of the pinned directory, which the caller must close."""
-        fd = self._descriptor.dup()
-        if fd is None:
-            raise self._moved()
-        return fd
-
-    def _moved(self) -> SandboxViolationError:
-        return SandboxViolationError(
-            f"sandbox root {show(self.given)} was moved or replaced during the run; "
-            "no tool of this run may use it any more"
-        )
-
-
-def _open_same_directory(real: str, device: int, inode: int) -> int | None:
-    try:
-        fd = os.open(real, os.O_RDONLY | _O_DIRECTORY | _O_NOFOLLOW | _O_CLOEXEC)
-    except OSError:
-        return None
-    info = os.fstat(fd)
-    if (info.st_dev, info.st_ino) != (device, inode):
-        os.close(fd)
-        return None
-    return fd
-
-
-def root_descriptor(root_real: str) -> int:
-    """A descriptor of the real root ``root_real``, which the caller must close.
-
-    The pinned one when a pin for that root is active (see :class:`PinnedRoot`);
-    otherwise the directory opened now, by name."""
-    pinned = _PINNED.get()
-    if pinned is not None and root_real == pinned.real:
-        return pinned.descriptor()
-    return os.open(root_real, os.O_RDONLY | _O_DIRECTORY | _O_CLOEXEC)
-
-
-def open_directory_at(name: str, dir_fd: int) -> int:
-    """Open the subdirectory ``name`` of the open directory ``dir_fd``, never following a
-    symlink: a name swapped for a symlink (or a file) since it was listed fails with
-    ``ELOOP`` or ``ENOTDIR`` instead of leading elsewhere. The caller closes the result."""
-    return os.open(name, os.O_RDONLY | _O_DIRECTORY | _O_NOFOLLOW | _O_CLOEXEC, dir_fd=dir_fd)
-
-
-def open_regular_at(name: str, dir_fd: int) -> int | None:
-    """Open the regular file ``name`` of the open directory ``dir_fd`` for reading.
-
-    Never follows a symlink and never blocks on a FIFO; anything but a regular file (on
-    the descriptor's ``fstat``) gives ``None``. ``OSError`` (missing, unreadable) passes
-    through. The caller closes the result."""
-    flags = os.O_RDONLY | _O_NOFOLLOW | _O_NONBLOCK | _O_CLOEXEC
-    fd = os.open(name, flags, dir_fd=dir_fd)
-    try:
-        regular = stat.S_ISREG(os.fstat(fd).st_mode)
-    except BaseException:
-        os.close(fd)
-        raise
-    if not regular:
-        os.close(fd)
-        return None
-    return fd
-
-
-_PINNED: contextvars.ContextVar[PinnedRoot | None] = contextvars.ContextVar(
-    "cleveragents_pinned_root", default=None
-)
-
-
-def real_root(root: str) -> str:
-    """Check that ``root`` is an absolute existing directory and return its real path
-    (the pinned one, checked, when the run pinned this root)."""
-    if not os.path.isabs(root) or "\x00" in root:
-        raise SandboxViolationError(f"sandbox root {show(root)} is not an absolute path")
-    pinned = _PINNED.get()
-    if pinned is not None and os.path.normpath(root) in (pinned.given, pinned.real):
-        return pinned.check()
-    real = os.path.realpath(root)
-    if not os.path.isdir(real):
-        raise SandboxViolationError(f"sandbox root {show(root)} is not an existing directory")
-    return real
 
 
 def is_within(path: str, root: str) -> bool:
@@ -378,13 +192,13 @@ def open_beneath(
     dir_fd = root_descriptor(root_real)
     try:
         if not parts:
-            return os.open(".", flags | _O_CLOEXEC, mode, dir_fd=dir_fd)
+            return os.open(".", flags | O_CLOEXEC, mode, dir_fd=dir_fd)
         for part in parts[:-1]:
             next_fd = _open_dir(part, dir_fd, shown, create=create_parents)
             os.close(dir_fd)
             dir_fd = next_fd
         try:
-            return os.open(parts[-1], flags | _O_NOFOLLOW | _O_CLOEXEC, mode, dir_fd=dir_fd)
+            return os.open(parts[-1], flags | O_NOFOLLOW | O_CLOEXEC, mode, dir_fd=dir_fd)
         except OSError as exc:
             _raise_if_symlink(exc, parts[-1], dir_fd, shown)
             raise
@@ -405,7 +219,7 @@ def open_regular(
     """
     try:
         fd = open_beneath(
-            root_real, real, flags | _O_NONBLOCK, shown=shown, create_parents=create_parents
+            root_real, real, flags | O_NONBLOCK, shown=shown, create_parents=create_parents
         )
     except FileExistsError:
         raise
@@ -431,9 +245,8 @@ def open_regular(
 
 
 def _open_dir(part: str, dir_fd: int, shown: str, *, create: bool) -> int:
-    flags = os.O_RDONLY | _O_DIRECTORY | _O_NOFOLLOW | _O_CLOEXEC
     try:
-        return os.open(part, flags, dir_fd=dir_fd)
+        return os.open(part, DIRECTORY_FLAGS, dir_fd=dir_fd)
     except FileNotFoundError:
         if not create:
             raise
@@ -444,7 +257,7 @@ def _open_dir(part: str, dir_fd: int, shown: str, *, create: bool) -> int:
     with contextlib.suppress(FileExistsError):
         os.mkdir(part, 0o777, dir_fd=dir_fd)
     try:
-        return os.open(part, flags, dir_fd=dir_fd)
+        return os.open(part, DIRECTORY_FLAGS, dir_fd=dir_fd)
     except OSError as exc:
         _raise_if_symlink(exc, part, dir_fd, shown)
         raise

@@ -1,20 +1,11 @@
-"""Globs, ``.gitignore`` and the directory walk behind ``file-list`` and ``file-search``.
+"""The directory walk behind ``file-list`` and ``file-search``.
 
-Owns:
-
-* :func:`glob_to_regex` and :class:`Glob`: the glob syntax of ``file-list`` ``pattern``,
-  ``file-search`` ``glob`` and ``.gitignore``. ``*`` matches within one path segment,
-  ``?`` one character, ``[abc]``/``[!abc]`` a class, ``**`` any number of segments
-  (``**/*.py``, ``src/**``); a trailing ``/`` selects directories only. Globs are matched
-  in linear time by RE2 (:mod:`~cleveragents.workspace._patterns`); one longer than
-  :data:`~cleveragents.workspace._patterns.MAX_GLOB_CHARS` is refused.
-* :class:`GitIgnore`: the ``.gitignore`` subset honoured (documented on the class).
-* :class:`Walk`: a sorted, depth-first walk beneath a base directory that never follows
-  symlinks, skips ``.git`` and ignored entries, and stops after a number of entries or
-  levels, or when its stop callback raises.
+:class:`Walk` is a sorted, depth-first walk beneath a base directory that never follows
+symlinks, skips ``.git`` and the entries its :class:`~cleveragents.workspace._globs.GitIgnore`
+ignores, and stops after a number of entries or levels, or when its stop callback raises.
 
 The walk goes by directory descriptors, never by name: it starts from the root's
-descriptor (the run's pinned one, see :func:`~cleveragents.workspace._sandbox.root_descriptor`),
+descriptor (the run's pinned one, see :func:`~cleveragents.workspace._pinned.root_descriptor`),
 opens each directory beneath its parent's descriptor with ``O_NOFOLLOW`` and lists it
 through that descriptor. A directory swapped for a symlink after its parent was listed
 then fails to open (``ELOOP``/``ENOTDIR``) and is skipped, never followed; and a swap of
@@ -36,20 +27,10 @@ from collections.abc import Callable, Iterator
 
 import attrs
 
-from ._patterns import GlobMatcher, GlobSet, UnsafeGlobError, compile_glob, glob_to_regex
-from ._sandbox import (
-    open_directory_at,
-    open_regular_at,
-    relative_to_root,
-    root_descriptor,
-    show,
-)
-
-_GITIGNORE_MAX_BYTES = 1024 * 1024
-# Rules matched per .gitignore. Each entry walked is matched against all of them, and a
-# hostile file can make that cost milliseconds per kilobyte; real ones are a few KiB.
-_GITIGNORE_MAX_RULE_CHARS = 64 * 1024
-_NOTE_SKIPPED_SHOWN = 3  # skipped .gitignore lines named in a note; the rest are counted
+from ._errors import name_some, show
+from ._globs import GitIgnore
+from ._pinned import open_directory_at, root_descriptor
+from ._sandbox import relative_to_root
 
 DEFAULT_MAX_DEPTH = 256
 """Levels beneath its base a :class:`Walk` enters by default. Real trees are a few dozen
@@ -58,150 +39,6 @@ walk holds one open descriptor per level."""
 
 _ENTRIES_PER_CHECK = 1024  # directory entries read between two calls of the stop callback
 _SWAPPED = frozenset({errno.ELOOP, errno.ENOTDIR, errno.EMLINK})  # O_NOFOLLOW met a non-dir
-
-
-@attrs.define(slots=True, frozen=True)
-class Glob:
-    """A parsed glob, matched against paths relative to the walk's base."""
-
-    regex: GlobMatcher
-    dirs_only: bool
-    max_depth: int | None
-
-    @classmethod
-    def parse(cls, pattern: str, what: str = "pattern") -> Glob:
-        """Parse ``pattern``; :class:`UnsafeGlobError` (named ``what``) if it is too long."""
-        dirs_only = pattern.endswith("/")
-        segments = [s for s in pattern.split("/") if s not in ("", ".")]
-        body = "/".join(segments) or "*"
-        depth = None if "**" in body else len(body.split("/"))
-        return cls(compile_glob(body, what), dirs_only, depth)
-
-    def matches(self, rel: str, is_dir: bool) -> bool:
-        return (is_dir or not self.dirs_only) and self.regex.fullmatch(rel)
-
-
-@attrs.define(slots=True)
-class _IgnoreFile:
-    """The rules of one ``.gitignore``: one RE2 set, and per rule (negated, dirs_only)."""
-
-    rules: GlobSet = attrs.field(factory=GlobSet)
-    flags: list[tuple[bool, bool]] = attrs.field(factory=list)
-
-
-@attrs.define(slots=True)
-class GitIgnore:
-    """The ``.gitignore`` subset the walkers honour.
-
-    Supported: blank lines and ``#`` comments; ``!`` negation (the last matching rule
-    wins, and a deeper ``.gitignore`` wins over a shallower one); a trailing ``/`` for
-    directories only; a leading or inner ``/`` anchoring the pattern to the
-    ``.gitignore``'s directory (otherwise it matches a name at any depth); ``*``, ``?``,
-    ``[...]`` and ``**``; ``\\#`` and ``\\!`` escapes. ``.gitignore`` files in the root,
-    in every directory between the root and the walk's base, and in every directory
-    walked are read. Not supported: ``.git/info/exclude``, global excludes, escaped
-    trailing spaces. An ignored directory is not entered, so nothing beneath it can be
-    re-included (as in git). ``.git`` itself is always skipped.
-
-    A line that cannot be matched safely (longer than
-    :data:`~cleveragents.workspace._patterns.MAX_GLOB_CHARS`, or refused by RE2) is
-    skipped and listed in ``skipped``, and so are the lines past the first 64 KiB of one
-    file's rules; :meth:`note` says so for the tool's result.
-    """
-
-    files: dict[str, _IgnoreFile] = attrs.field(factory=dict)
-    skipped: list[str] = attrs.field(factory=list)
-
-    def load_at(self, dir_fd: int, base: str) -> None:
-        """Read the ``.gitignore`` of the open directory ``dir_fd`` (``base``, relative to
-        the root), if it is a plain file; a symlink, FIFO or unreadable one is ignored."""
-        try:
-            fd = open_regular_at(".gitignore", dir_fd)
-        except OSError:
-            return
-        if fd is None:
-            return
-        with os.fdopen(fd, "rb") as handle:
-            data = handle.read(_GITIGNORE_MAX_BYTES)
-        self.add_text(data.decode("utf-8", "replace"), base)
-
-    def add_text(self, text: str, base: str) -> None:
-        """Add the rules of a ``.gitignore`` found in ``base`` (relative to the root)."""
-        base = "" if base == "." else base
-        budget = _GITIGNORE_MAX_RULE_CHARS
-        lines = text.splitlines()
-        for line_no, line in enumerate(lines, start=1):
-            budget -= len(line)
-            if budget < 0:
-                self.skipped.append(
-                    f"{show(self._source(base))} lines {line_no}-{len(lines)} (past the "
-                    f"first {_GITIGNORE_MAX_RULE_CHARS} characters of rules)"
-                )
-                break
-            self._add(line, base, line_no)
-        rules = self.files.get(base)
-        if rules is not None:
-            try:
-                rules.rules.compile()
-            except UnsafeGlobError:
-                del self.files[base]
-                self.skipped.append(f"every line of {show(self._source(base))}")
-
-    @staticmethod
-    def _source(base: str) -> str:
-        return f"{base}/.gitignore" if base else ".gitignore"
-
-    def _add(self, line: str, base: str = "", line_no: int = 0) -> None:
-        line = line.rstrip()
-        if not line or line.startswith("#"):
-            return
-        negated = line.startswith("!")
-        if negated or line.startswith("\\"):
-            line = line[1:]
-        dirs_only = line.endswith("/")
-        line = line.rstrip("/")
-        if not line:
-            return
-        anchored = "/" in line
-        line = line.lstrip("/")
-        body = glob_to_regex(line)
-        regex = body if anchored else "(?:.*/)?" + body
-        rules = self.files.get(base) or _IgnoreFile()
-        try:
-            rules.rules.add(regex, line)
-        except UnsafeGlobError:
-            self.skipped.append(f"{show(self._source(base))} line {line_no}")
-            return
-        rules.flags.append((negated, dirs_only))
-        self.files[base] = rules
-
-    def ignored(self, rel: str, is_dir: bool) -> bool:
-        """Whether the entry at ``rel`` (relative to the root) is ignored."""
-        parts = rel.split("/")
-        # Deepest .gitignore first: its last matching rule decides.
-        for depth in range(len(parts) - 1, -1, -1):
-            base = "/".join(parts[:depth])
-            rules = self.files.get(base)
-            if rules is None:
-                continue
-            sub = "/".join(parts[depth:])
-            for index in sorted(rules.rules.matches(sub), reverse=True):
-                negated, dirs_only = rules.flags[index]
-                if is_dir or not dirs_only:
-                    return not negated
-        return False
-
-    def note(self) -> str | None:
-        """What the tool's ``note`` says about skipped lines, or ``None`` if none were."""
-        if not self.skipped:
-            return None
-        named = ", ".join(self.skipped[:_NOTE_SKIPPED_SHOWN])
-        more = len(self.skipped) - _NOTE_SKIPPED_SHOWN
-        rest = f" and {more} more" if more > 0 else ""
-        return (
-            f".gitignore rules that cannot be matched safely were skipped ({named}{rest}); "
-            "the entries they name may be listed"
-        )
 
 
 @attrs.define(slots=True)
@@ -397,12 +234,10 @@ class Walk:
                 "(the walk's depth cap); list or search beneath a deeper path for more"
             )
         if self.changed:
-            named = ", ".join(show(rel) for rel in self.changed[:_NOTE_SKIPPED_SHOWN])
-            more = len(self.changed) - _NOTE_SKIPPED_SHOWN
-            rest = f" and {more} more" if more > 0 else ""
+            named = name_some([show(rel) for rel in self.changed])
             notes.append(
                 f"directories that stopped being directories during the walk were not "
-                f"entered ({named}{rest}); symlinks are never followed"
+                f"entered ({named}); symlinks are never followed"
             )
         ignored = self.ignore.note()
         if ignored is not None:

@@ -24,30 +24,16 @@ from pathlib import Path
 
 import attrs
 
-from cleveragents.tool._spec import ToolSpec
-from cleveragents.tool._types import JSONValue
+from cleveragents.tool import JSONValue, ToolSpec
 
-from ._errors import SandboxViolationError
-from ._sandbox import (
-    WorkspaceToolError,
-    given_root,
-    hard_link_message,
-    open_regular,
-    resolve_path,
-    sandbox_root,
-    show,
-)
-from .files import (
-    WorkspaceLimits,
-    _decode,
-    apply_edit,
-    check_edit_size,
-    edit_args,
-    file_tools,
-    read_args,
-    read_window,
-    write_args,
-)
+from ._errors import SandboxViolationError, WorkspaceToolError, show
+from ._file_common import decode_text
+from ._file_edit import apply_edit, check_edit_size, edit_args
+from ._file_read import read_args, read_window
+from ._file_write import write_args
+from ._limits import WorkspaceLimits
+from ._sandbox import given_root, hard_link_message, open_regular, resolve_path, sandbox_root
+from .files import file_tools
 
 ReadText = Callable[[Path, int | None, int | None], Awaitable[str]]
 """``(real path, first line or None, line count or None) -> text``."""
@@ -158,7 +144,7 @@ def _editor(backend: FileBackend, limits: WorkspaceLimits) -> Handler:
                     if info.st_nlink > 1:
                         raise SandboxViolationError(hard_link_message(shown, info.st_nlink))
                     check_edit_size(shown, info.st_size, limits)
-                    text = _decode(handle.read(), shown)
+                    text = decode_text(handle.read(), shown)
             else:
                 _existing(root, real, shown, for_write=True)
             return real, shown, old, new, replace_all, text

@@ -31,19 +31,16 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Literal, get_args
+from typing import get_args
 
 import attrs
 
-from cleveragents.tool._policy import PermissionQuery
-from cleveragents.tool._spec import ToolKind, ToolSpec
+from cleveragents.tool import Decision, PermissionQuery, ToolKind, ToolSpec
 
 from ._errors import ProfileError
 
-Decision = Literal["allow", "ask", "deny"]
-Outcome = Literal["allow_once", "allow_always", "reject_once", "reject_always"]
 AskCallback = Callable[[PermissionQuery, str], Awaitable[str]]
-"""``ask(query, reason)`` returns an :data:`Outcome`."""
+"""``ask(query, reason)`` returns a :data:`~cleveragents.tool.PermissionOutcome`."""
 ConfinementProbe = Callable[[], bool | Awaitable[bool]]
 
 SHELL_TOOL_NAME = "builtin/shell"

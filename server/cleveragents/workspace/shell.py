@@ -15,9 +15,10 @@ Under ``bwrap`` (see :meth:`ShellTool.bwrap_argv` for the exact flags) the comma
   with its parent.
 
 Whether bwrap works is probed once per :class:`ShellTool`, at first use, by running it
-with the same flags; a machine without user namespaces makes the probe fail, and the tool
-then runs unconfined. An unconfined command's output says so (``confined: false`` and a
-``note`` giving the reason); profiles that require confinement refuse it beforehand
+with the same flags (:mod:`~cleveragents.workspace._bwrap`); a machine without user
+namespaces makes the probe fail, and the tool then runs unconfined. An unconfined
+command's output says so (``confined: false`` and a ``note`` giving the reason);
+profiles that require confinement refuse it beforehand
 (:mod:`cleveragents.workspace.profiles`, via ``spec.metadata["confinement"]``).
 
 ``confined: true`` means the command really ran inside that sandbox: its first line
@@ -28,9 +29,11 @@ fails with bwrap's own message instead of reporting the command confined.
 In both modes: the working directory is the sandbox root, stdin is empty, and each of
 stdout/stderr is capped (head and tail kept, the middle replaced by a marker). The
 command's whole process group is killed when the command ends, whether it timed out, was
-cancelled or exited normally, so a background job (``sleep 1000 &``) does not outlive it.
+cancelled or exited normally, so a background job (``sleep 1000 &``) does not outlive it
+(:mod:`~cleveragents.workspace._process`, :mod:`~cleveragents.workspace._capture`).
 
-The environment is built from nothing by allow-list (:func:`default_env`): ``PATH``,
+The environment is built from nothing by allow-list (:func:`default_env`, in
+:mod:`~cleveragents.workspace._shell_env`): ``PATH``,
 ``HOME`` (the sandbox root), ``LANG``, ``LC_*``, ``TERM`` and ``TZ``, plus the names in
 :attr:`ShellTool.pass_env` (the daemon sets them from ``initializationOptions.shellEnv``).
 Nothing else is inherited, so a key named by a model spec's ``apiKeyEnv``, a proxy URL
@@ -45,197 +48,63 @@ This module knows nothing of profiles or the runner.
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import ctypes
 import os
-import re
-import shutil
 import signal
-import subprocess
-import sys
 import threading
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import attrs
 
-from cleveragents.tool._spec import ToolAnnotations, ToolSpec
-from cleveragents.tool._types import JSONValue
+from cleveragents.tool import JSONValue, ToolAnnotations, ToolSpec
 
-from ._sandbox import WorkspaceToolError, root_descriptor, sandbox_root
-from .files import WorkspaceLimits
-
-BWRAP_ENV = "CLEVERAGENTS_BWRAP"
-"""``off`` disables confinement; a path selects the bwrap binary; unset means PATH lookup."""
-
-DEFAULT_HIDDEN_PATHS: tuple[str, ...] = (
-    "/home",
-    "/root",
-    "/tmp",
-    "/var/tmp",
-    "/run",
-    "/mnt",
-    "/media",
-    "/srv",
+from ._bwrap import (
+    BWRAP_ENV,
+    DEFAULT_HIDDEN_PATHS,
+    Confinement,
+    bwrap_argv,
+    common_flags,
+    marked,
+    probe,
 )
-"""Directories replaced by an empty tmpfs inside the sandbox (the root is bound back).
+from ._capture import Capture, drain, partial
+from ._errors import WorkspaceToolError
+from ._limits import WorkspaceLimits
+from ._pinned import root_descriptor
+from ._process import KILL_GRACE_S, exited, terminate
+from ._sandbox import sandbox_root
+from ._shell_env import (
+    BASE_ENV_NAMES,
+    DEFAULT_PATH,
+    ENV_NAME,
+    check_env_names,
+    default_env,
+    protect_process,
+)
 
-``/run`` (and so ``/var/run``) is hidden for its Unix sockets: ``--unshare-net`` does not
-stop a ``connect()`` to a socket file (Docker's, D-Bus's, a database's), even on a
-read-only mount."""
-
-BASE_ENV_NAMES: tuple[str, ...] = ("PATH", "LANG", "TERM", "TZ")
-"""Passed through from the daemon's environment when set (with every ``LC_*``)."""
-
-DEFAULT_PATH = "/usr/local/bin:/usr/bin:/bin"
-"""``PATH`` for commands when the daemon has none."""
-
-ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-"""What a pass-through name must look like (no ``=``, no NUL, no wildcard)."""
-
-_PR_SET_DUMPABLE = 4
-
-_PROBE_TIMEOUT_S = 10.0
-_KILL_GRACE_S = 2.0
-_CHUNK = 65536
-_OFF_VALUES = frozenset({"off", "0", "false", "no", "none"})
-_STARTED = b"s"  # written by a confined command's first line: it is inside the sandbox
-
-
-@attrs.define(frozen=True, slots=True)
-class Confinement:
-    """Whether commands run under bwrap, which binary, and why (or why not)."""
-
-    confined: bool
-    bwrap: str | None
-    reason: str
+__all__ = [
+    "BASE_ENV_NAMES",
+    "BWRAP_ENV",
+    "DEFAULT_HIDDEN_PATHS",
+    "DEFAULT_PATH",
+    "ENV_NAME",
+    "Confinement",
+    "ShellTool",
+    "check_env_names",
+    "default_env",
+    "protect_process",
+]
 
 
-@attrs.define(slots=True)
-class _Captured:
-    text: str
-    total_bytes: int
-    truncated: bool
+@attrs.frozen
+class _Ran:
+    """A command that ran to its exit: the process, its two streams, and whether both
+    were read to their end (a process that left the group may hold them open)."""
 
-
-class _Capture:
-    """One stream's first ``cap`` bytes and last ``cap // 2``; readable at any time, so a
-    drain cut off (timeout, a pipe held open) still gives what it read."""
-
-    __slots__ = ("cap", "first", "tail", "total")
-
-    def __init__(self, cap: int) -> None:
-        self.cap = cap
-        self.first = bytearray()
-        self.tail = bytearray()
-        self.total = 0
-
-    def feed(self, chunk: bytes) -> None:
-        self.total += len(chunk)
-        room = self.cap - len(self.first)
-        if room > 0:
-            self.first += chunk[:room]
-            chunk = chunk[room:]
-        if chunk:
-            self.tail += chunk
-            half = self.cap // 2
-            if len(self.tail) > half:
-                del self.tail[: len(self.tail) - half]
-
-    def result(self) -> _Captured:
-        cap, first, tail, total = self.cap, self.first, self.tail, self.total
-        if total <= cap:
-            return _Captured(first.decode("utf-8", "replace"), total, False)
-        half = cap // 2
-        whole = first + tail if total - cap <= half else None
-        head = first[: cap - half]
-        last = whole[-half:] if whole is not None and half else tail
-        marker = f"\n[... {total - cap} bytes omitted: output over {cap} bytes ...]\n"
-        text = head.decode("utf-8", "replace") + marker + bytes(last).decode("utf-8", "replace")
-        return _Captured(text, total, True)
-
-
-async def _drain(stream: asyncio.StreamReader | None, capture: _Capture) -> None:
-    """Read a stream to EOF into ``capture``."""
-    if stream is None:
-        return
-    while chunk := await stream.read(_CHUNK):
-        capture.feed(chunk)
-
-
-async def _exited(proc: asyncio.subprocess.Process) -> None:
-    """Return once the process has exited, whoever still holds its pipes.
-
-    ``Process.wait()`` also waits for stdout and stderr to close, so a background job
-    holding them (``sleep 1000 &``) would keep a finished command "running" until its
-    timeout. A pidfd becomes readable at the exit itself. Without pidfds (not Linux, an
-    old kernel) this falls back to ``wait()``, and such a command runs to its timeout.
-    """
-    try:
-        fd = os.pidfd_open(proc.pid)
-    except ProcessLookupError:
-        return  # already exited and reaped
-    except (AttributeError, OSError):
-        await proc.wait()
-        return
-    loop = asyncio.get_running_loop()
-    ready: asyncio.Future[None] = loop.create_future()
-
-    def readable() -> None:
-        if not ready.done():
-            ready.set_result(None)
-
-    loop.add_reader(fd, readable)
-    try:
-        await ready
-    finally:
-        loop.remove_reader(fd)
-        os.close(fd)
-
-
-def check_env_names(names: Sequence[str]) -> tuple[str, ...]:
-    """``names`` as a tuple, or ``ValueError`` naming the first one that is not a variable
-    name (``shellEnv`` lists names, never ``NAME=value`` pairs or patterns)."""
-    if isinstance(names, str):
-        raise ValueError("the pass-through list must be a list of names, not one string")
-    for name in names:
-        if not isinstance(name, str) or not ENV_NAME.fullmatch(name):
-            raise ValueError(f"{name!r} is not an environment variable name")
-    return tuple(names)
-
-
-def default_env(home: str, pass_env: Sequence[str] = ()) -> dict[str, str]:
-    """A command's environment: the allow-list, ``HOME=home``, then ``pass_env``.
-
-    Built from nothing, not by removing what looks secret: a filter by name let through
-    ``HTTPS_PROXY=http://user:pw@...``, ``DATABASE_URL`` and any key named freely by a
-    model spec's ``apiKeyEnv``. ``HOME`` is always ``home``, even if listed in ``pass_env``.
-    """
-    source = os.environ
-    env = {name: source[name] for name in BASE_ENV_NAMES if name in source}
-    env.update({k: v for k, v in source.items() if k.startswith("LC_")})
-    env.setdefault("PATH", DEFAULT_PATH)
-    env.update({name: source[name] for name in pass_env if name in source})
-    env["HOME"] = home
-    return env
-
-
-def protect_process() -> bool:
-    """Make this process non-dumpable, so its children cannot read its ``/proc`` entries.
-
-    ``prctl(PR_SET_DUMPABLE, 0)`` makes ``/proc/<pid>/environ``, ``mem``, ``fd/`` and the
-    like owned by root, and refuses ``ptrace`` from the same user: an unconfined command
-    then cannot read the daemon's keys from its environment. Children get their own
-    dumpable flag back at ``execve``, so they work as usual. A no-op (``False``) off
-    Linux and for root, whom the flag does not stop. Returns whether it was applied.
-    """
-    if not sys.platform.startswith("linux") or os.geteuid() == 0:
-        return False
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        return int(libc.prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0)) == 0
-    except (OSError, AttributeError):
-        return False
+    proc: asyncio.subprocess.Process
+    out: Capture
+    err: Capture
+    drained: bool
 
 
 class ShellTool:
@@ -295,63 +164,11 @@ class ShellTool:
         """For ``ProfilePolicy``: will the next command run under bwrap?"""
         return (await self.aconfinement()).confined
 
-    def _locate(self) -> tuple[str | None, str]:
-        choice = self._bwrap_choice
-        if choice is None:
-            return None, "confinement is disabled for this shell tool"
-        if choice == "auto":
-            from_env = os.environ.get(BWRAP_ENV, "").strip()
-            if from_env.lower() in _OFF_VALUES:
-                return None, f"confinement is disabled by {BWRAP_ENV}={from_env}"
-            choice = from_env or "bwrap"
-        found = shutil.which(choice)
-        if found is None:
-            return None, f"bubblewrap ({choice!r}) was not found"
-        return found, ""
-
     def _probe(self) -> Confinement:
-        path, why = self._locate()
-        if path is None:
-            return Confinement(False, None, why)
-        error = ""
-        # Without a user namespace (refused by the kernel, or a setuid bwrap) the sandbox
-        # still works; --cap-drop ALL is then what keeps root from remounting / writable.
-        for userns in (True, False):
-            argv = [path, *self._common_flags(userns), "true"]
-            try:
-                done = subprocess.run(
-                    argv,
-                    stdin=subprocess.DEVNULL,
-                    capture_output=True,
-                    timeout=_PROBE_TIMEOUT_S,
-                    check=False,
-                )
-            except (OSError, subprocess.TimeoutExpired) as exc:
-                error = str(exc)
-                continue
-            if done.returncode == 0:
-                self._userns = userns
-                return Confinement(True, path, "commands run under bubblewrap")
-            lines = done.stderr.decode("utf-8", "replace").strip().splitlines()
-            error = lines[-1] if lines else f"exit status {done.returncode}"
-        return Confinement(
-            False, path, f"bubblewrap ({path}) cannot create a sandbox here: {error}"
+        confinement, self._userns = probe(
+            self._bwrap_choice, self.hidden_paths, self.extra_ro_paths
         )
-
-    def _common_flags(self, userns: bool) -> list[str]:
-        flags = ["--unshare-user"] if userns else []
-        flags += ["--cap-drop", "ALL", "--unshare-net", "--unshare-pid", "--unshare-ipc"]
-        flags += ["--unshare-uts", "--die-with-parent", "--new-session", "--ro-bind", "/", "/"]
-        for hidden in self.hidden_paths:
-            real = os.path.realpath(hidden)
-            if real != os.sep and os.path.isdir(real):
-                flags += ["--tmpfs", real]
-        flags += ["--dev", "/dev", "--proc", "/proc"]
-        for extra in self.extra_ro_paths:
-            real = os.path.realpath(extra)
-            if os.path.exists(real):
-                flags += ["--ro-bind", real, real]
-        return flags
+        return confinement
 
     def bwrap_argv(
         self,
@@ -361,86 +178,80 @@ class ShellTool:
         root_fd: int | None = None,
         started_fd: int | None = None,
     ) -> list[str]:
-        """The full bwrap command line for one command (order matters: later mounts win).
-
-        With ``root_fd`` (passed to bwrap), the root mounted is that open directory,
-        whatever its name leads to by the time bwrap runs (the run's pinned root).
-
-        With ``started_fd`` (the write end of a pipe, passed to bwrap), the command runs
-        behind a one-line ``/bin/sh`` that first writes :data:`_STARTED` to it: only a
-        command that got inside the finished sandbox can write it. bwrap reports a failed
-        setup (a bind that fails, say) as exit status 1 and a line on stderr, which a
-        command can print too; the marker is what tells them apart. ``dash`` cannot
-        name a descriptor above 9, so the marker goes through ``/proc/self/fd``."""
-        bind = ["--bind", root_real] if root_fd is None else ["--bind-fd", str(root_fd)]
-        run = ["/bin/sh", "-c", command]
-        if started_fd is not None:
-            mark = f"printf {_STARTED.decode()} > /proc/self/fd/{started_fd}"
-            run = ["/bin/sh", "-c", f'{mark} && exec /bin/sh -c "$1"', "sh", command]
-        return [
-            bwrap,
-            *self._common_flags(self._userns),
-            *bind,
-            root_real,
-            "--chdir",
-            root_real,
-            *run,
-        ]
+        """The full bwrap command line for one command, with this tool's mounts (see
+        :func:`~cleveragents.workspace._bwrap.bwrap_argv`)."""
+        flags = common_flags(self._userns, self.hidden_paths, self.extra_ro_paths)
+        return bwrap_argv(bwrap, flags, root_real, command, root_fd, started_fd)
 
     # ------------------------------------------------------------------ running
 
     async def __call__(self, inputs: dict[str, JSONValue]) -> dict[str, JSONValue]:
         root = sandbox_root(inputs)
+        command, timeout_ms = self._arguments(inputs)
+        confinement = await self.aconfinement()
+        confined = confinement.confined and confinement.bwrap is not None
+        # Read back after the exit: did the command get inside the sandbox at all?
+        started_r, started_w = os.pipe() if confined else (-1, -1)
+        try:
+            ran = await self._run(root, command, confinement, started_w, timeout_ms)
+            if confined and not marked(started_r):
+                raise WorkspaceToolError(
+                    "bubblewrap could not set up the sandbox, so the command did not run "
+                    f"(bwrap exited with status {ran.proc.returncode})" + partial(ran.err, "stderr")
+                )
+        finally:
+            for fd in (started_r, started_w):
+                if fd != -1:
+                    os.close(fd)
+        return self._output(ran, confinement)
+
+    def _arguments(self, inputs: dict[str, JSONValue]) -> tuple[str, int]:
+        """The command, and its timeout in ms, clamped to ``max_shell_timeout_ms``."""
         command = inputs.get("command")
         if not isinstance(command, str) or not command:
             raise WorkspaceToolError("command must be a non-empty string")
         timeout_ms = inputs.get("timeout_ms") or self.limits.default_shell_timeout_ms
         if not isinstance(timeout_ms, int) or timeout_ms < 1:
             raise WorkspaceToolError("timeout_ms must be a positive integer")
-        timeout_ms = min(timeout_ms, self.limits.max_shell_timeout_ms)
-        confinement = await self.aconfinement()
-        confined = confinement.confined and confinement.bwrap is not None
-        # Read back after the exit: did the command get inside the sandbox at all?
-        started_r, started_w = os.pipe() if confined else (-1, -1)
+        return command, min(timeout_ms, self.limits.max_shell_timeout_ms)
+
+    async def _run(
+        self, root: str, command: str, confinement: Confinement, started_w: int, timeout_ms: int
+    ) -> _Ran:
+        """Run the command to its exit or its timeout; its whole group is killed after."""
+        proc = await self._spawn(root, command, confinement, started_w)
+        cap = self.limits.max_shell_output_bytes
+        out_cap, err_cap = Capture(cap), Capture(cap)
+        out_task = asyncio.ensure_future(drain(proc.stdout, out_cap))
+        err_task = asyncio.ensure_future(drain(proc.stderr, err_cap))
+        wait_task = asyncio.ensure_future(proc.wait())
+        exit_task = asyncio.ensure_future(exited(proc))
+        tasks: set[asyncio.Future[Any]] = {out_task, err_task, wait_task, exit_task}
         try:
-            proc = await self._spawn(root, command, confinement, started_w)
-            cap = self.limits.max_shell_output_bytes
-            out_cap, err_cap = _Capture(cap), _Capture(cap)
-            out_task = asyncio.ensure_future(_drain(proc.stdout, out_cap))
-            err_task = asyncio.ensure_future(_drain(proc.stderr, err_cap))
-            wait_task = asyncio.ensure_future(proc.wait())
-            exit_task = asyncio.ensure_future(_exited(proc))
-            tasks: set[asyncio.Future[Any]] = {out_task, err_task, wait_task, exit_task}
-            try:
-                await asyncio.wait({exit_task}, timeout=timeout_ms / 1000)
-            except asyncio.CancelledError:
-                await _terminate(proc, tasks)
-                raise
-            if not exit_task.done():
-                await _terminate(proc, tasks)
-                raise WorkspaceToolError(
-                    f"command timed out after {timeout_ms} ms and was killed"
-                    + _partial(out_cap, "stdout")
-                    + _partial(err_cap, "stderr")
-                )
-            # The command is over: whatever it left running in its group goes with it.
-            await _terminate(proc, tasks)
-            if confined and not _marked(started_r):
-                raise WorkspaceToolError(
-                    "bubblewrap could not set up the sandbox, so the command did not run "
-                    f"(bwrap exited with status {proc.returncode})" + _partial(err_cap, "stderr")
-                )
-        finally:
-            for fd in (started_r, started_w):
-                if fd != -1:
-                    os.close(fd)
-        out, err = out_cap.result(), err_cap.result()
-        code = proc.returncode if proc.returncode is not None else -signal.SIGKILL
+            await asyncio.wait({exit_task}, timeout=timeout_ms / 1000)
+        except asyncio.CancelledError:
+            await terminate(proc, tasks)
+            raise
+        if not exit_task.done():
+            await terminate(proc, tasks)
+            raise WorkspaceToolError(
+                f"command timed out after {timeout_ms} ms and was killed"
+                + partial(out_cap, "stdout")
+                + partial(err_cap, "stderr")
+            )
+        # The command is over: whatever it left running in its group goes with it.
+        await terminate(proc, tasks)
+        return _Ran(proc, out_cap, err_cap, out_task.done() and err_task.done())
+
+    def _output(self, ran: _Ran, confinement: Confinement) -> dict[str, JSONValue]:
+        """The tool's output, with a note on what was cut and on a missing confinement."""
+        out, err = ran.out.result(), ran.err.result()
+        code = ran.proc.returncode if ran.proc.returncode is not None else -signal.SIGKILL
         notes = []
-        if not (out_task.done() and err_task.done()):
+        if not ran.drained:
             notes.append(
                 "a process that left the command's process group kept its output open; "
-                f"the output was cut {_KILL_GRACE_S:g} s after the command ended"
+                f"the output was cut {KILL_GRACE_S:g} s after the command ended"
             )
         if not confinement.confined:
             notes.append(
@@ -449,7 +260,10 @@ class ShellTool:
                 "the daemon can, its environment included"
             )
         if out.truncated or err.truncated:
-            notes.append(f"output over {cap} bytes per stream was cut in the middle")
+            notes.append(
+                f"output over {self.limits.max_shell_output_bytes} bytes per stream "
+                "was cut in the middle"
+            )
         output: dict[str, JSONValue] = {
             "stdout": out.text,
             "stderr": err.text,
@@ -496,7 +310,7 @@ class ShellTool:
                 return await asyncio.shield(spawn)
             except asyncio.CancelledError:
                 proc = await spawn
-                await _terminate(proc, {asyncio.ensure_future(proc.wait())})
+                await terminate(proc, {asyncio.ensure_future(proc.wait())})
                 raise
         finally:
             os.close(root_fd)
@@ -542,45 +356,3 @@ class ShellTool:
             timeout_s=lim.max_shell_timeout_ms / 1000 + 30,
             metadata={"confinement": self.is_confined},
         )
-
-
-def _marked(started_r: int) -> bool:
-    """Whether the confined command's marker arrived (read without waiting)."""
-    os.set_blocking(started_r, False)
-    try:
-        return os.read(started_r, len(_STARTED)) == _STARTED
-    except BlockingIOError:
-        return False  # nothing written, and a writer still open
-
-
-def _kill_group(proc: asyncio.subprocess.Process) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(proc.pid, signal.SIGKILL)
-
-
-async def _terminate(proc: asyncio.subprocess.Process, tasks: set[asyncio.Future[Any]]) -> None:
-    """Kill the command's process group and collect what it wrote, within a grace period.
-
-    Called whenever a command ends (exit, timeout or cancel), so no background job of an
-    unconfined command outlives it.
-
-    The group is signalled again once the leader is dead or the grace period is over: a
-    defence against a child forked while the first signal was delivered. A process that
-    left the group (``setsid``) escapes both when unconfined; under bwrap the PID
-    namespace dies with its init.
-    """
-    _kill_group(proc)
-    try:
-        await asyncio.wait(tasks, timeout=_KILL_GRACE_S)
-    finally:
-        _kill_group(proc)
-        for task in tasks:
-            if not task.done():
-                task.cancel()
-
-
-def _partial(capture: _Capture, name: str) -> str:
-    text = capture.result().text
-    if not text:
-        return ""
-    return f"\n{name} (last 2000 characters):\n{text[-2000:]}"
