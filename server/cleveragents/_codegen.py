@@ -48,7 +48,7 @@ def main(argv: list[str]) -> int:
     from cleveragents.protocol._schema import write
 
     target = Path(argv[1]) if len(argv) > 1 else Path("client-protocol/schema")
-    for path in write(target, wire_errors()):  # type: ignore[call-arg]
+    for path in write(target, wire_errors()):
         print(path)
     return 0
 
