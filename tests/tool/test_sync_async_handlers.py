@@ -21,7 +21,7 @@ from cleveragents.tool import (
 )
 
 
-def _run(spec: ToolSpec, turns: list[dict[str, Any]]) -> Any:
+def _run(spec: ToolSpec, turns: list[Any]) -> Any:
     registry = ToolRegistry()
     registry.register(spec)
     runtime = ToolCallingRuntime(registry=registry, runner=ToolRunner(registry),

@@ -163,9 +163,9 @@ class LoopState:
         """What the runner calls as each record is ready: it reports the record to the
         sink at once, and grows the history with every record whose predecessors (in
         the model's order) are all done. A lone call with no sink needs neither."""
-        self._flushed = 0
         if len(calls) == 1 and not self._emit:
             return None
+        self._flushed = 0
         self._ready = [None] * len(calls)
         return self._record_ready
 
@@ -192,20 +192,22 @@ class LoopState:
         """Append this iteration's remaining records (model order) and the result messages."""
         self.tool_call_count = len(records)
         flushed = self._flushed
-        self._flushed = 0
-        if flushed == 0:
-            self.records += records
-            self.context.tool_call_history += records
-        elif flushed < len(records):
-            self.records += records[flushed:]
-            self.context.tool_call_history += records[flushed:]
+        if flushed:  # the record hook already moved these into the history
+            self._flushed = 0
+            rest = records[flushed:]
+        else:
+            rest = records
+        if rest:
+            self.records += rest
+            self.context.tool_call_history += rest
         append = self.messages.append
-        for call, record in zip(calls, records, strict=True):
+        for record in records:  # a record names its call: its id and tool name
             if record.success:
-                append(Message("tool", output_text(record.output), [], call.id, call.name))
+                text = output_text(record.output)
+                append(Message("tool", text, [], record.call_id, record.tool_name))
             else:
                 text = record.error or "the tool failed"
-                append(Message("tool", text, [], call.id, call.name, True))
+                append(Message("tool", text, [], record.call_id, record.tool_name, True))
 
     def end_iteration(self) -> bool:
         """Report the iteration; True when the run is over (no tools, limit, or cancel)."""

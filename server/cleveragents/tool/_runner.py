@@ -337,8 +337,11 @@ class ToolRunSession(CallCore):
                 pending = self.authorize(spec, call, iteration, inputs)
                 if pending is not None:
                     self.refuse(self.loop.run(pending))
-            output = self.call_handler(spec, call, iteration, inputs)
-            if is_awaitable(output):
+            if spec.takes_context:
+                output = spec.handler(inputs, self.call_context(spec, call, iteration))  # type: ignore[call-arg]
+            else:
+                output = spec.handler(inputs)  # type: ignore[call-arg]
+            if hasattr(output, "__await__"):
                 output = self.loop.run(output)
             return self.finish(spec, call, iteration, started, output)
         except Exception as exc:  # noqa: BLE001 - the tool-failure boundary: failures become records
