@@ -525,8 +525,10 @@ def test_search_of_a_missing_path_names_it(call: Caller) -> None:
 
 
 def test_search_refuses_a_glob_reaching_outside(call: Caller) -> None:
-    with pytest.raises(SandboxViolationError, match=r"glob '\.\./\*'"):
+    with pytest.raises(SandboxViolationError) as info:
         call("builtin/file-search", pattern="x", glob="../*")
+    assert info.value.code == SandboxViolationError.code
+    assert "glob '../*'" in info.value.message  # named as the model gave it
 
 
 def test_absolute_paths_under_a_symlinked_root_as_given_are_accepted(tmp_path: Path) -> None:

@@ -19,6 +19,7 @@ from cleveragents.workspace import (
     _file_write,
     file_tools,
 )
+from cleveragents.workspace._errors import show
 
 
 def _swap_for_symlink(directory: Path, target: Path) -> None:
@@ -46,8 +47,10 @@ def test_a_root_swapped_mid_run_fails_every_later_file_call(tmp_path: Path, targ
             ("builtin/file-list", {}),
             ("builtin/file-search", {"pattern": "."}),
         ):
-            with pytest.raises(SandboxViolationError, match="moved or replaced"):
+            with pytest.raises(SandboxViolationError) as info:
                 call(name, **arguments)
+            assert info.value.code == SandboxViolationError.code
+            assert show(str(pkg)) in info.value.message  # the root is named, not the path
     os.unlink(pkg)
     pkg.with_name("pkg.moved").rename(pkg)
     assert sandbox.snapshot() == before  # nothing written anywhere; the canary is intact
@@ -63,8 +66,10 @@ def test_a_root_swapped_mid_run_fails_the_shell_too(tmp_path: Path, mode: str) -
     with pin.activate():
         assert call("builtin/shell", command="true")["exit_code"] == 0
         _swap_for_symlink(pkg, sandbox.canary)
-        with pytest.raises(SandboxViolationError, match="moved or replaced"):
+        with pytest.raises(SandboxViolationError) as info:
             call("builtin/shell", command="touch planted")
+        assert info.value.code == SandboxViolationError.code
+        assert show(str(pkg)) in info.value.message
     assert not (sandbox.canary / "planted").exists()
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -21,6 +22,14 @@ def refusal(root: Path, user_path: str, *, for_write: bool = False) -> str:
         resolve_path(str(root), user_path, for_write=for_write)
     assert info.value.code == CODE
     assert show(user_path) in info.value.message
+    return info.value.message
+
+
+def violation(refuse: Callable[[], object]) -> str:
+    """The message of the sandbox violation ``refuse()`` raises, its code checked."""
+    with pytest.raises(SandboxViolationError) as info:
+        refuse()
+    assert info.value.code == CODE
     return info.value.message
 
 
@@ -88,8 +97,7 @@ def test_an_overlong_component_is_refused(sandbox: Sandbox) -> None:
 
 
 def test_an_empty_path_is_refused(sandbox: Sandbox) -> None:
-    with pytest.raises(SandboxViolationError, match="is empty"):
-        resolve_path(str(sandbox.root), "")
+    refusal(sandbox.root, "")
 
 
 def test_a_symlink_loop_is_refused(sandbox: Sandbox) -> None:
@@ -117,18 +125,16 @@ def test_a_long_path_is_shown_abbreviated() -> None:
 
 
 def test_a_relative_sandbox_root_is_refused() -> None:
-    with pytest.raises(SandboxViolationError, match="not an absolute path"):
-        real_root("relative/root")
+    assert show("relative/root") in violation(lambda: real_root("relative/root"))
 
 
 def test_a_missing_sandbox_root_is_refused(tmp_path: Path) -> None:
-    with pytest.raises(SandboxViolationError, match="not an existing directory"):
-        real_root(str(tmp_path / "missing"))
+    missing = str(tmp_path / "missing")
+    assert show(missing) in violation(lambda: real_root(missing))
 
 
 def test_inputs_without_a_sandbox_root_are_refused() -> None:
-    with pytest.raises(SandboxViolationError, match="no sandbox root"):
-        sandbox_root({"path": "x"})
+    violation(lambda: sandbox_root({"path": "x"}))
 
 
 def test_open_beneath_refuses_a_parent_that_became_a_symlink_after_resolution(
@@ -138,8 +144,10 @@ def test_open_beneath_refuses_a_parent_that_became_a_symlink_after_resolution(
     (sandbox.root / "sub").rename(sandbox.root / "sub-old")
     (sandbox.root / "sub").symlink_to(sandbox.canary)
     (sandbox.canary / "file.txt").write_text("outside\n")
-    with pytest.raises(SandboxViolationError, match="changed while being opened"):
-        open_beneath(str(sandbox.root), resolved, os.O_RDONLY, shown="'sub/file.txt'")
+    message = violation(
+        lambda: open_beneath(str(sandbox.root), resolved, os.O_RDONLY, shown="'sub/file.txt'")
+    )
+    assert "'sub/file.txt'" in message
 
 
 def test_open_beneath_refuses_a_file_that_became_a_symlink_after_resolution(
@@ -147,8 +155,9 @@ def test_open_beneath_refuses_a_file_that_became_a_symlink_after_resolution(
 ) -> None:
     resolved = resolve_path(str(sandbox.root), "new.txt", for_write=True)
     (sandbox.root / "new.txt").symlink_to(sandbox.canary / "created.txt")
-    with pytest.raises(SandboxViolationError, match="changed while being opened"):
-        open_beneath(str(sandbox.root), resolved, os.O_WRONLY | os.O_CREAT, shown="'new.txt'")
+    flags = os.O_WRONLY | os.O_CREAT
+    message = violation(lambda: open_beneath(str(sandbox.root), resolved, flags, shown="'new.txt'"))
+    assert "'new.txt'" in message
     assert not (sandbox.canary / "created.txt").exists()
 
 
@@ -173,8 +182,7 @@ def test_check_pattern_refuses_dot_dot_segments(sandbox: Sandbox) -> None:
 
 
 def test_check_pattern_refuses_absolute_patterns_outside(sandbox: Sandbox) -> None:
-    with pytest.raises(SandboxViolationError, match="absolute path outside"):
-        check_pattern(str(sandbox.root), "/etc/*")
+    assert show("/etc/*") in violation(lambda: check_pattern(str(sandbox.root), "/etc/*"))
 
 
 def test_check_pattern_makes_an_absolute_pattern_inside_relative(sandbox: Sandbox) -> None:

@@ -14,11 +14,13 @@ from cleveragents.tool import (
     ToolActorContext,
     ToolCallingRuntime,
     ToolCallRecord,
+    ToolPermissionError,
     ToolRegistry,
     ToolRunner,
 )
 from cleveragents.workspace import (
     ProfilePolicy,
+    SandboxViolationError,
     ShellTool,
     WorkspaceLimits,
     __all__,
@@ -104,6 +106,7 @@ def test_an_escape_is_a_failed_record_naming_the_path_and_the_run_goes_on(
     ]
     [record] = run(runtime(turns, ShellTool(bwrap=None)), sandbox, mode)
     assert record.success is False
+    assert record.error_code == SandboxViolationError.code
     assert record.error == "path '../canary/secret.txt' escapes the sandbox root"
     assert CANARY_TEXT.strip() not in str(record.output)
 
@@ -116,6 +119,7 @@ def test_a_declined_write_is_a_failed_record_saying_so(sandbox: Sandbox) -> None
     policy = ProfilePolicy("supervised", decline)
     [record] = run(runtime(turns, ShellTool(bwrap=None), policy), sandbox, "async")
     assert record.success is False
+    assert record.error_code == ToolPermissionError.code
     assert record.error == "the user declined builtin/file-write"
     assert not (sandbox.root / "x.txt").exists()
 
@@ -124,6 +128,7 @@ def test_ci_refuses_an_unconfined_shell_in_a_run(sandbox: Sandbox) -> None:
     turns = [calls(("builtin/shell", {"command": "touch ran"})), {"content": ""}]
     [record] = run(runtime(turns, ShellTool(bwrap=None), ProfilePolicy("ci")), sandbox, "sync")
     assert record.success is False
+    assert record.error_code == ToolPermissionError.code
     assert record.error is not None
     assert "requires a confined shell" in record.error
     assert not (sandbox.root / "ran").exists()
