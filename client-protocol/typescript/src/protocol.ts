@@ -549,7 +549,9 @@ export const ErrorCodes = {
   ToolPermissionError: -32018,
   /** A path outside the sandbox root (or a symlink, device or FIFO the tools refuse). */
   SandboxViolationError: -32019,
+  /** No model, a malformed model spec, a missing key, script file or SDK extra. */
   ModelConfigError: -32020,
+  /** The provider failed (HTTP, auth, context overflow), or the client's model did. */
   ModelProviderError: -32021,
   /** No run with that id, live or in the state dir. */
   RunNotFoundError: -32022,

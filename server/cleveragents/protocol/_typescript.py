@@ -16,7 +16,7 @@ import json
 import re
 import types
 import typing
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from typing import Any, Literal, Union
 
 import attrs
