@@ -1,15 +1,20 @@
-"""The layers point down only (design §2), checked on the real import graph."""
+"""The layers point down only, checked on the real import graph; every third-party
+import is a declared dependency (README.md, "Layout", names the layers)."""
 
 from __future__ import annotations
 
 import ast
+import importlib.metadata
+import re
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
 
-PACKAGE = Path(__file__).resolve().parents[1] / "server" / "cleveragents"
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGE = ROOT / "server" / "cleveragents"
 
 # Which sibling packages each layer may import.
 ALLOWED: dict[str, set[str]] = {
@@ -18,11 +23,18 @@ ALLOWED: dict[str, set[str]] = {
     "llm": {"tool"},
     "protocol": {"tool"},
     "mcp": {"tool"},
-    "daemon": {"tool", "workspace", "llm", "protocol", "mcp"},
+    "transcripts": {"tool"},
+    "daemon": {"tool", "workspace", "llm", "protocol", "mcp", "transcripts"},
     "client": {"tool", "protocol"},
     "acp": {"tool", "workspace", "llm", "protocol", "daemon", "mcp"},
 }
-FORBIDDEN_IN_CORE = ("pygls", "lsprotocol", "openai", "anthropic", "httpx", "cattrs")
+# The import names of what the core must never need: transports, wire codecs, provider
+# SDKs and the HTTP stacks they stand on (httpx2 is what the installed SDKs import).
+FORBIDDEN_IN_CORE = (
+    "pygls", "lsprotocol", "cattrs", "openai", "anthropic", "google.genai", "mcp",
+    "httpx", "httpx2", "httpcore", "httpcore2", "rich",
+)  # fmt: skip
+PROVIDER_SDKS = ("openai", "anthropic", "google.genai", "mcp", "httpx", "httpx2")
 
 
 def imports_of(path: Path) -> set[str]:
@@ -51,7 +63,9 @@ def test_each_layer_imports_only_the_layers_below_it(layer: str) -> None:
             inner = parts[1] if parts[0] == "cleveragents" and len(parts) > 1 else None
             if inner in ALLOWED and inner != layer and inner not in ALLOWED[layer]:
                 bad.append(f"{path.relative_to(PACKAGE)} imports {module}")
-            if layer == "tool" and parts[0] in FORBIDDEN_IN_CORE:
+            if layer == "tool" and any(
+                module == name or module.startswith(name + ".") for name in FORBIDDEN_IN_CORE
+            ):
                 bad.append(f"{path.relative_to(PACKAGE)} imports {module}")
     assert bad == []
 
@@ -59,7 +73,7 @@ def test_each_layer_imports_only_the_layers_below_it(layer: str) -> None:
 def test_starting_the_daemon_imports_no_provider_sdk() -> None:
     code = (
         "import sys; import cleveragents.daemon as d; d.create_server(); "
-        "print(sorted(m for m in ('openai', 'anthropic', 'httpx') if m in sys.modules))"
+        f"print(sorted(m for m in {PROVIDER_SDKS!r} if m in sys.modules))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
@@ -74,3 +88,32 @@ def test_the_public_api_of_the_core_is_pinned() -> None:
         "EventSink",
     }  # fmt: skip
     assert all(hasattr(tool, name) for name in tool.__all__)
+
+
+def _declared_distributions() -> set[str]:
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    specs = list(project["dependencies"])
+    for extra in project.get("optional-dependencies", {}).values():
+        specs.extend(extra)
+    return {_normal(re.split(r"[\s<>=!~;\[]", spec, maxsplit=1)[0]) for spec in specs}
+
+
+def _normal(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def test_every_third_party_import_is_a_declared_dependency() -> None:
+    """An import that only works because some SDK happens to pull the package in breaks
+    the day that SDK changes its own dependencies: every one must be in pyproject.toml."""
+    declared = _declared_distributions()
+    providers = importlib.metadata.packages_distributions()
+    undeclared = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        for module in imports_of(path):
+            top = module.split(".")[0]
+            if top in sys.stdlib_module_names or top in ("cleveragents", "__future__"):
+                continue
+            distributions = {_normal(d) for d in providers.get(top, [])}
+            if not distributions & declared:
+                undeclared.append(f"{path.relative_to(PACKAGE)} imports {module}")
+    assert undeclared == []
