@@ -59,6 +59,8 @@ CANCELLED_ERROR = "cancelled: the run was cancelled before the tool finished"
 
 _perf = time.perf_counter
 
+assert {"sandbox_root", "resource_bindings"} == RESERVED_INPUT_KEYS, "see CallCore.inputs"
+
 
 def describe_error(exc: BaseException) -> str:
     """The record text of a failure: our own messages as is, others with their type."""
@@ -143,7 +145,8 @@ class CallCore:
         arguments = call.arguments
         if not isinstance(arguments, dict):
             raise ValueError(f"arguments for {spec.name} must be a JSON object")
-        if RESERVED_INPUT_KEYS.isdisjoint(arguments):
+        # The two reserved keys spelled out (checked below): two lookups, no set operation.
+        if "sandbox_root" not in arguments and "resource_bindings" not in arguments:
             spec.validate_input(arguments)
             return {**arguments, **self._reserved}
         model_args = {k: v for k, v in arguments.items() if k not in RESERVED_INPUT_KEYS}

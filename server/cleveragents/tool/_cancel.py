@@ -10,27 +10,25 @@ class CancelToken:
     """Set once; wakes every registered callback exactly once.
 
     Callbacks run in the thread that calls :meth:`cancel`; an async driver registers one
-    that hops to its own loop with ``call_soon_threadsafe``.
+    that hops to its own loop with ``call_soon_threadsafe``. ``cancelled`` is a plain
+    attribute (read it, never assign it): the loop reads it twice an iteration.
     """
 
-    __slots__ = ("_callbacks", "_event", "_lock", "is_cancelled", "reason")
+    __slots__ = ("_callbacks", "_event", "_lock", "cancelled", "reason")
 
     def __init__(self) -> None:
         self._event = threading.Event()
-        self.is_cancelled: Callable[[], bool] = self._event.is_set  # the hot-path check
         self._lock = threading.Lock()
         self._callbacks: list[Callable[[], None]] = []
+        self.cancelled = False
         self.reason: str | None = None
-
-    @property
-    def cancelled(self) -> bool:
-        return self._event.is_set()
 
     def cancel(self, reason: str = "cancelled") -> None:
         with self._lock:
-            if self._event.is_set():
+            if self.cancelled:
                 return
             self.reason = reason
+            self.cancelled = True
             self._event.set()
             callbacks, self._callbacks = self._callbacks, []
         for callback in callbacks:
@@ -39,7 +37,7 @@ class CancelToken:
     def add_callback(self, callback: Callable[[], None]) -> Callable[[], None]:
         """Run ``callback`` on cancel (at once if already cancelled); returns a remover."""
         with self._lock:
-            if not self._event.is_set():
+            if not self.cancelled:
                 self._callbacks.append(callback)
                 return lambda: self._remove(callback)
         callback()

@@ -48,7 +48,6 @@ class LoopState:
 
     __slots__ = (
         "_decode",
-        "_emit",
         "_flushed",
         "_iteration_started",
         "_provider_tools",
@@ -59,6 +58,7 @@ class LoopState:
         "cancel",
         "content",
         "context",
+        "emit",
         "iteration",
         "iteration_usage",
         "limit",
@@ -93,7 +93,7 @@ class LoopState:
         self.context = context
         self.cancel = cancel
         self.sink = sink
-        self._emit = sink is not NULL_SINK  # skip building events nobody reads
+        self.emit = sink is not NULL_SINK  # skip building events nobody reads
         self._ready: list[ToolCallRecord | None] = []
         self._flushed = 0
         self.session = session
@@ -116,7 +116,7 @@ class LoopState:
         self.iteration += 1
         iteration = self.iteration
         self.tool_call_count = 0
-        if self._emit:
+        if self.emit:
             self._iteration_started = _perf()
             self.sink.on_iteration_started(iteration)
         schemas = self._registry.schemas()
@@ -130,7 +130,7 @@ class LoopState:
         )  # fmt: skip
 
     def _on_delta(self, text: str) -> None:
-        if self._emit:
+        if self.emit:
             self.sink.on_message_delta(self.iteration, text)
 
     def take_response(self, response: object) -> list[ToolCall]:
@@ -152,7 +152,7 @@ class LoopState:
                     call.id = f"call_{self.iteration}_{index}"
                 if decode is not None:
                     call.name = decode(call.name)
-            if self._emit:
+            if self.emit:
                 sink = self.sink
                 for call in calls:
                     sink.on_tool_call_started(self.iteration, call)
@@ -162,15 +162,16 @@ class LoopState:
     def record_hook(self, calls: list[ToolCall]) -> OnRecord | None:
         """What the runner calls as each record is ready: it reports the record to the
         sink at once, and grows the history with every record whose predecessors (in
-        the model's order) are all done. A lone call with no sink needs neither."""
-        if len(calls) == 1 and not self._emit:
+        the model's order) are all done. A lone call with no sink needs neither (a
+        driver may skip asking: ``len(calls) == 1 and not emit``)."""
+        if len(calls) == 1 and not self.emit:
             return None
         self._flushed = 0
         self._ready = [None] * len(calls)
         return self._record_ready
 
     def _record_ready(self, index: int, record: ToolCallRecord) -> None:
-        if self._emit:
+        if self.emit:
             self.sink.on_tool_call(record)
         ready = self._ready
         ready[index] = record
@@ -203,7 +204,8 @@ class LoopState:
         append = self.messages.append
         for record in records:  # a record names its call: its id and tool name
             if record.success:
-                text = output_text(record.output)
+                output = record.output
+                text = output if output.__class__ is str else output_text(output)
                 append(Message("tool", text, [], record.call_id, record.tool_name))
             else:
                 text = record.error or "the tool failed"
@@ -211,7 +213,7 @@ class LoopState:
 
     def end_iteration(self) -> bool:
         """Report the iteration; True when the run is over (no tools, limit, or cancel)."""
-        if self._emit:
+        if self.emit:
             self.sink.on_iteration(
                 IterationSummary(
                     self.iteration,
@@ -221,7 +223,7 @@ class LoopState:
                     self.iteration_usage,
                 )
             )
-        if self.tool_call_count == 0 or self.cancel.is_cancelled():
+        if self.tool_call_count == 0 or self.cancel.cancelled:
             return True
         if self.iteration >= self.limit:
             self.limit_hit = True

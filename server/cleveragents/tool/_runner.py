@@ -155,11 +155,16 @@ class ToolRunSession(CallCore):
                 pending = self.authorize(spec, call, iteration, inputs)
                 if pending is not None:
                     self.refuse(await pending)
-            if spec.inline:
-                output = self.call_handler(spec, call, iteration, inputs)
-                if is_awaitable(output):
+            if spec.inline or (
+                spec.is_async and spec.timeout_s is None and self.default_timeout_s is None
+            ):  # no timer, no thread: call it here
+                if spec.takes_context:
+                    output = spec.handler(inputs, self.call_context(spec, call, iteration))  # type: ignore[call-arg]
+                else:
+                    output = spec.handler(inputs)  # type: ignore[call-arg]
+                if hasattr(output, "__await__"):
                     output = await output
-            else:
+            else:  # a timer, a worker thread, or both
                 output = await self._ainvoke(spec, call, iteration, inputs)
             return self.finish(spec, call, iteration, started, output)
         except Exception as exc:  # noqa: BLE001 - the tool-failure boundary: failures become records

@@ -16,7 +16,7 @@ import asyncio
 import time
 from collections.abc import Awaitable, Sequence
 
-from ._call import ToolCallsInterrupted
+from ._call import ToolCallsInterrupted, is_awaitable
 from ._cancel import CancelToken
 from ._events import EventSink
 from ._loop_state import NULL_SINK, LoopState, Router
@@ -122,14 +122,14 @@ class ToolCallingRuntime:
         point to resume from on the run's private event loop."""
         session = state.session
         caller = self.llm_caller
-        is_cancelled = state.cancel.is_cancelled
-        while not is_cancelled():
+        cancel = state.cancel
+        while not cancel.cancelled:
             response = caller(state.begin_iteration())
             if hasattr(response, "__await__"):
                 return response
             calls = state.take_response(response)
             if calls:
-                hook = state.record_hook(calls)
+                hook = None if len(calls) == 1 and not state.emit else state.record_hook(calls)
                 records = session.run_inline(calls, state.iteration, hook)
                 if records is None:
                     return calls
@@ -164,6 +164,8 @@ class ToolCallingRuntime:
         stopped. A cancel of the run interrupts the model call or the tool calls."""
         guard = _Interrupter(state.cancel)
         session = state.session
+        caller = self.llm_caller
+        direct = inline_model or self._caller_is_async or self._caller_inline
         last_turn = _perf()
         try:
             while True:
@@ -172,15 +174,17 @@ class ToolCallingRuntime:
                     if isinstance(resume, list):
                         calls = resume
                     else:
+                        pending: object = resume
                         if resume is None:
-                            if state.cancel.is_cancelled():
+                            if state.cancel.cancelled:
                                 break
-                            resume = self._acall_model(state.begin_iteration(), inline_model)
+                            request = state.begin_iteration()
+                            pending = caller(request) if direct else self._acall_model(request)
                         guard.armed = True
                         if _perf() - last_turn >= YIELD_EVERY_S:
                             await asyncio.sleep(0)
                             last_turn = _perf()
-                        response = await resume
+                        response = await pending if is_awaitable(pending) else pending
                         guard.armed = False
                         calls = state.take_response(response)
                     resume = None
@@ -203,12 +207,9 @@ class ToolCallingRuntime:
         finally:
             guard.close()
 
-    async def _acall_model(self, request: LLMRequest, inline: bool) -> LLMResponse:
-        caller = self.llm_caller
-        if inline or self._caller_is_async or self._caller_inline:
-            response = caller(request)
-        else:
-            response = await asyncio.to_thread(caller, request)
+    async def _acall_model(self, request: LLMRequest) -> LLMResponse:
+        """A sync caller that may block: in a worker thread."""
+        response = await asyncio.to_thread(self.llm_caller, request)
         if hasattr(response, "__await__"):
             response = await response
         return response
