@@ -1,4 +1,4 @@
-"""Request latency while hostile searches run (issue 9: no request waits > 100 ms).
+"""Request latency while hostile searches run (goal: no request waits > 100 ms).
 
 The real daemon runs one scripted run whose model calls, one after the other:
 ``file-search`` with ``(a+)+$`` and a 12-star glob over files of long ``aaaa…!`` lines
@@ -6,7 +6,8 @@ named by long runs of ``a``; ``file-list`` with the 12-star pattern; and ``file-
 with a pattern that drives RE2 onto its slower engine over lines of random ``a``/``b``.
 The workspace's ``.gitignore`` holds a 12-star line and one too long to match safely.
 Meanwhile the client sends ``tools/list`` every few milliseconds, one at a time, and
-times each reply. A wall-clock figure, so a benchmark and never a unit test.
+times each reply (the goal is in ``docs/security.md`` §2.1). A wall-clock figure, so a
+benchmark and never a unit test.
 
     python scripts/bench/search_latency.py [--interval-ms N]
 """

@@ -12,8 +12,8 @@ the traps below) and must end as its ``expect`` says:
 
 In every case the tree outside the root is byte-for-byte unchanged and no error message
 carries canary text; on ``contained`` and ``no_leak`` every path in the output is
-absolute and inside the real root (design §10.1). Attempts whose trap is planted by ``builtin/shell`` run twice: under
-bwrap and unconfined.
+absolute and inside the real root (``client-protocol/PROTOCOL.md`` §15). Attempts whose
+trap is planted by ``builtin/shell`` run twice: under bwrap and unconfined.
 """
 
 from __future__ import annotations

@@ -549,7 +549,8 @@ def test_absolute_paths_under_a_symlinked_root_as_given_are_accepted(tmp_path: P
 
 
 # ----------------------------------------------------------------------------- hostile patterns
-# Inputs that froze the daemon when patterns ran on Python's backtracking re (issue 9).
+# Inputs that froze the daemon when patterns ran on Python's backtracking re
+# (``docs/security.md`` §2.1).
 # A regression takes minutes; pytest's per-test timeout makes it a failure.
 
 TWELVE_STARS = "*a" * 11 + "*b"  # *a*a*a*a*a*a*a*a*a*a*a*b
