@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import threading
 import time
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from typing import Any, Literal, TypeAlias, TypeGuard
@@ -121,6 +122,8 @@ class CallCore:
         self.observe = observe
         self.output_filter = output_filter
         self.activated: dict[str, ToolSpec] = {}
+        self.activation_lock = threading.Lock()
+        """Held by the sync driver's threads while one activates a tool."""
         # Reserved inputs, built once per run: the context always wins.
         self._reserved: dict[str, JSONValue] = {
             "sandbox_root": context.sandbox_root,

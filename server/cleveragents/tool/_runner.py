@@ -7,13 +7,13 @@
 4. **deactivate**: teardown of every activated tool when the run ends, on success,
    error and cancel alike (``ToolRunSession.close`` / ``aclose``).
 
-Every decision lives once, in ``CallCore`` (``_call.py``); this module holds only the
-two drivers that call out. The async driver awaits (a sync ``blocking`` handler in a
-worker thread, under its timeout). The sync driver runs ``blocking=False`` sync calls
-inline and hands every other iteration to the async driver, on the run's private event
-loop (``_runloop.py``). Every outcome is a ``ToolCallRecord``: a failed tool is data for
-the model, never an exception for the caller. The runner knows no transport and no
-provider.
+Every decision lives once, in ``CallCore`` (``_call.py``); the drivers only call out.
+The async driver (here) awaits, a sync ``blocking`` handler in a worker thread, under
+its timeout. The sync driver (``_runner_sync.py``) runs sync calls from the calling
+thread and hands an iteration with an async handler to the async driver, on the run's
+private event loop (``_runloop.py``). Every outcome is a ``ToolCallRecord``: a failed
+tool is data for the model, never an exception for the caller. The runner knows no
+transport and no provider.
 """
 
 from __future__ import annotations
@@ -28,7 +28,6 @@ from typing import Any
 
 from ._call import (
     CANCELLED_ERROR,
-    CallCore,
     OnRecord,
     OutputFilter,
     Stage,
@@ -43,6 +42,7 @@ from ._cancel import CancelToken
 from ._policy import ToolPolicy
 from ._registry import ToolRegistry
 from ._runloop import RunLoop, worker_pool
+from ._runner_sync import SyncCalls
 from ._spec import ToolSpec
 from ._types import JSONValue, ToolActorContext, ToolCall, ToolCallRecord
 
@@ -117,8 +117,9 @@ class ToolRunner:
             await session.aclose()
 
 
-class ToolRunSession(CallCore):
-    """The tools of one run: ``CallCore``'s state, and the drivers that call out."""
+class ToolRunSession(SyncCalls):
+    """The tools of one run: ``CallCore``'s state, the sync driver (``SyncCalls``) and
+    the async driver (below)."""
 
     def __init__(
         self,
@@ -288,91 +289,20 @@ class ToolRunSession(CallCore):
             except Exception:  # noqa: BLE001 - teardown must reach every tool (logged)
                 self.teardown_failed(spec)
 
-    # -- sync driver ---------------------------------------------------------------------
-
-    def run_inline(
-        self, calls: Sequence[ToolCall], iteration: int, on_record: OnRecord | None = None
-    ) -> list[ToolCallRecord] | None:
-        """Run an iteration in this thread when every call can run inline (a sync
-        ``blocking=False`` handler, or an unknown tool); ``None``, running nothing, when
-        one cannot: the caller then hands the iteration to the async driver."""
-        if self.async_policy:
-            return None
-        get = self.registry.get
-        if len(calls) == 1:  # the common case, without the bookkeeping below
-            call = calls[0]
-            started = _perf()
-            spec = get(call.name)
-            if spec is None:
-                record = self.unknown(call, iteration, started)
-            elif not spec.inline:
-                return None
-            else:
-                if self.observe is not None:
-                    self.observe("discover", spec.name, call.id)
-                record = self._run_inline(spec, call, iteration, started)
-            if on_record is not None:
-                on_record(0, record)
-            return [record]
-        if any(spec is not None and not spec.inline for spec in map(get, (c.name for c in calls))):
-            return None
-        records = []
-        for index, call in enumerate(calls):
-            started = _perf()
-            spec = self.discover(call)
-            if spec is None:
-                record = self.unknown(call, iteration, started)
-            else:
-                record = self._run_inline(spec, call, iteration, started)
-            if on_record is not None:
-                on_record(index, record)
-            records.append(record)
-        return records
-
-    def _run_inline(
-        self, spec: ToolSpec, call: ToolCall, iteration: int, started: float
-    ) -> ToolCallRecord:
-        """Stages 2-3 of an inline call in this thread; a rare awaitable (an async hook,
-        a sync handler that returns a coroutine) runs on the run's private loop."""
-        try:
-            if spec.on_activate is not None and spec.name not in self.activated:
-                self._activate(spec)
-            inputs = self.inputs(spec, call)
-            if self.policy is not None:
-                pending = self.authorize(spec, call, iteration, inputs)
-                if pending is not None:
-                    self.refuse(self.loop.run(pending))
-            if spec.takes_context:
-                output = spec.handler(inputs, self.call_context(spec, call, iteration))  # type: ignore[call-arg]
-            else:
-                output = spec.handler(inputs)  # type: ignore[call-arg]
-            if hasattr(output, "__await__"):
-                output = self.loop.run(output)
-            return self.finish(spec, call, iteration, started, output)
-        except Exception as exc:  # noqa: BLE001 - the tool-failure boundary: failures become records
-            return self.failure(spec, call, iteration, started, exc)
-
-    def _activate(self, spec: ToolSpec) -> None:
-        try:
-            result = self.activate(spec)
-            if is_awaitable(result):
-                self.loop.run(result)
-        except Exception as exc:
-            raise self.activation_failed(spec, exc) from exc
-        self.activated[spec.name] = spec
+    # -- sync entry points (the sync driver itself is ``SyncCalls``) -----------------
 
     def run_calls(
         self, calls: Sequence[ToolCall], iteration: int, on_record: OnRecord | None = None
     ) -> list[ToolCallRecord]:
-        """Run one iteration's calls in this thread; records in the model's order.
+        """Run one iteration's calls from this thread; records in the model's order.
 
-        Inline calls run here; any other iteration runs on the run's private loop
-        (blocking handlers in the shared pool of worker threads, each under its
-        timeout). A cancel of the run gives unfinished calls a cancelled record (a
+        Sync calls run here (blocking handlers in the shared pool of worker threads,
+        each under its timeout); an iteration with an async handler runs on the run's
+        private loop. A cancel of the run gives unfinished calls a cancelled record (a
         thread cannot be killed: it finishes in the background, its result dropped).
         ``on_record`` sees each record as soon as its call ends.
         """
-        records = self.run_inline(calls, iteration, on_record)
+        records = self.run_sync(calls, iteration, on_record)
         if records is not None:
             return records
         self.executor = worker_pool()

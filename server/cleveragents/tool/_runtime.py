@@ -130,7 +130,7 @@ class ToolCallingRuntime:
             calls = state.take_response(response)
             if calls:
                 hook = None if len(calls) == 1 and not state.emit else state.record_hook(calls)
-                records = session.run_inline(calls, state.iteration, hook)
+                records = session.run_sync(calls, state.iteration, hook)
                 if records is None:
                     return calls
                 state.take_records(calls, records)
