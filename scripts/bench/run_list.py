@@ -19,7 +19,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "server"))
 
-from cleveragents.daemon._transcripts import META, TranscriptStore
+from cleveragents.transcripts import META, TranscriptStore
 
 GOAL_MS = 50.0
 

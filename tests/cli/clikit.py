@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from cleveragents.daemon import TranscriptStore
+from cleveragents.transcripts import TranscriptStore
 
 COMMAND = [sys.executable, "-m", "cleveragents"]
 

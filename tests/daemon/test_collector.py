@@ -16,7 +16,7 @@ from test_run_manager import FakePeer
 
 from cleveragents.daemon import _runs
 from cleveragents.daemon._collector import CollectorPolicy
-from cleveragents.daemon._runs import DaemonConfig, RunManager
+from cleveragents.daemon import DaemonConfig, RunManager
 from cleveragents.protocol import wire
 from cleveragents.tool import ToolAnnotations, ToolSpec
 

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from inprocess_kit import Sink, body, in_process_daemon
 
-from cleveragents.daemon import _dispatch, _runs
+from cleveragents.daemon import _outbound, _run
 from cleveragents.daemon._dispatch import Dispatcher
 from cleveragents.protocol import MAX_BODY
 
@@ -45,9 +45,9 @@ class AnsweringSink(Sink):
 @pytest.fixture
 def small_frames(monkeypatch: pytest.MonkeyPatch) -> int:
     """The frame limit patched down to LIMIT, keeping the room left for the envelope."""
-    envelope = MAX_BODY - _runs._FRAME_ROOM
-    monkeypatch.setattr(_dispatch, "MAX_BODY", LIMIT)
-    monkeypatch.setattr(_runs, "_FRAME_ROOM", LIMIT - envelope)
+    envelope = MAX_BODY - _run.FRAME_ROOM
+    monkeypatch.setattr(_outbound, "MAX_BODY", LIMIT)
+    monkeypatch.setattr(_run, "FRAME_ROOM", LIMIT - envelope)
     return LIMIT
 
 

@@ -14,7 +14,7 @@ import pytest
 from rawpeer import RawDaemon
 from test_run_manager import FakePeer
 
-from cleveragents.daemon._runs import DaemonConfig, RunManager
+from cleveragents.daemon import DaemonConfig, RunManager
 from cleveragents.protocol import MAX_BODY, wire
 from cleveragents.tool import ToolSpec
 

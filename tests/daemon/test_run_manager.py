@@ -11,9 +11,10 @@ from typing import Any
 
 import pytest
 
-from cleveragents.daemon import RunStateError
-from cleveragents.daemon._runs import DaemonConfig, RunManager
-from cleveragents.daemon._transcripts import TranscriptStore
+from cleveragents.daemon import DaemonConfig, RunManager, RunStateError
+from cleveragents.daemon._start import REMEMBERED_MESSAGES
+from cleveragents.tool import Message
+from cleveragents.transcripts import TranscriptStore
 from cleveragents.protocol import wire
 
 
@@ -83,16 +84,13 @@ def test_cancelling_a_run_live_in_another_daemon_says_so(tmp_path: Path) -> None
 
 
 def test_remembered_conversations_stay_within_a_budget_of_messages(tmp_path: Path) -> None:
-    from cleveragents.daemon._runs import REMEMBERED_MESSAGES
-    from cleveragents.tool import Message
-
-    manager = RunManager(FakePeer(), DaemonConfig(state_dir=tmp_path))
+    conversations = RunManager(FakePeer(), DaemonConfig(state_dir=tmp_path)).starter.conversations
     huge = [Message("user", "x")] * (REMEMBERED_MESSAGES // 8 + 1)
-    manager._remember("huge", huge)
-    assert "huge" not in manager._messages  # rebuilt from its transcript when continued
+    conversations.remember("huge", huge)
+    assert "huge" not in conversations.messages  # rebuilt from its transcript when continued
     chunk = [Message("user", "y")] * (REMEMBERED_MESSAGES // 8)
     for n in range(12):
-        manager._remember(f"r{n}", chunk)
-    assert sum(len(m) for m in manager._messages.values()) <= REMEMBERED_MESSAGES
-    assert "r11" in manager._messages  # the newest are kept, the oldest go
-    assert "r0" not in manager._messages
+        conversations.remember(f"r{n}", chunk)
+    assert sum(len(m) for m in conversations.messages.values()) <= REMEMBERED_MESSAGES
+    assert "r11" in conversations.messages  # the newest are kept, the oldest go
+    assert "r0" not in conversations.messages

@@ -9,10 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from cleveragents.daemon import RunInterruptedError, RunStateError
-from cleveragents.daemon._transcripts import (
+from cleveragents.transcripts import (
     META,
     PROMPT_SUMMARY_MAX,
+    RunInterruptedError,
+    RunStateError,
     TranscriptStore,
     valid_run_id,
 )

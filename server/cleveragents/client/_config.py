@@ -46,7 +46,7 @@ def config_path(env: Mapping[str, str] | None = None) -> Path:
 
 
 def default_state_dir(env: Mapping[str, str] | None = None) -> Path:
-    """The daemon's own default (``daemon._transcripts.default_state_dir``); the command
+    """The daemon's own default (``transcripts.default_state_dir``); the command
     line always passes the state dir it resolved, so both agree whatever this says."""
     env = os.environ if env is None else env
     base = env.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")

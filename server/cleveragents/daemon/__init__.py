@@ -12,18 +12,18 @@ import logging
 import sys
 from pathlib import Path
 
-from ._collector import POLICY as COLLECTOR
-from ._errors import (
-    CapabilityError,
-    NotInitializedError,
+from ..transcripts import (
     RunInterruptedError,
     RunNotFoundError,
     RunStateError,
-    StateDirError,
+    TranscriptStore,
+    default_state_dir,
 )
-from ._runs import DaemonConfig, RunManager
+from ._collector import POLICY as COLLECTOR
+from ._config import DaemonConfig
+from ._errors import CapabilityError, NotInitializedError, StateDirError
+from ._runs import RunManager
 from ._server import CleverAgentsServer
-from ._transcripts import TranscriptStore, default_state_dir
 from ._transport import load_token, serve_stdio, serve_tcp
 
 __all__ = [

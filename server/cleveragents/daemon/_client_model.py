@@ -17,7 +17,7 @@ from ..tool import LLMRequest, LLMResponse, Message, ToolCall, Usage
 from ._peer import Peer, PeerRequestError
 
 if TYPE_CHECKING:
-    from ._runs import Run
+    from ._run import Run
 
 
 def wire_message(message: Message) -> wire.WireMessage:

@@ -1,27 +1,15 @@
-"""The daemon's errors: runs, capabilities, the session's lifecycle and the state dir.
+"""The daemon's own errors: capabilities, the session's lifecycle and the state dir.
 
 They stand on the core's tree (``cleveragents.tool.CleverAgentsError``); the dispatcher
-answers each with its ``code``.
+answers each with its ``code``. The errors of runs as the state dir knows them
+(``RunNotFoundError``, ``RunStateError``, ``RunInterruptedError``) belong to the
+transcript store, :mod:`cleveragents.transcripts`, which the command line reads without
+the daemon.
 """
 
 from __future__ import annotations
 
 from cleveragents.tool import CleverAgentsError
-
-
-class RunNotFoundError(CleverAgentsError, KeyError):
-    """No run with that id, live or in the state dir."""
-
-    code = -32022
-
-    def __str__(self) -> str:  # KeyError would repr() the message
-        return self.message
-
-
-class RunStateError(CleverAgentsError):
-    """A run id already in use, or a run in the wrong state for the request."""
-
-    code = -32023
 
 
 class CapabilityError(CleverAgentsError):
@@ -34,12 +22,6 @@ class NotInitializedError(CleverAgentsError):
     """A request before ``initialize``."""
 
     code = -32026
-
-
-class RunInterruptedError(CleverAgentsError):
-    """The daemon stopped before the run ended (found in its transcript at restart)."""
-
-    code = -32028
 
 
 class StateDirError(CleverAgentsError):

@@ -19,8 +19,7 @@ import os
 import re
 from pathlib import Path
 
-from ..tool import ToolError
-from ..tool._types import JSONValue
+from ..tool import JSONValue, ToolError
 
 logger = logging.getLogger(__name__)
 

@@ -9,13 +9,15 @@ from __future__ import annotations
 import asyncio
 from typing import Any, Protocol
 
+from ..tool import JsonRpcCode
+
 
 class PeerRequestError(Exception):
     """The client answered a daemon->client request with a JSON-RPC error."""
 
     def __init__(self, code: int, message: str) -> None:
-        super().__init__(f"{message} (code {code})")
-        self.code = code
+        super().__init__(f"{message} (code {int(code)})")
+        self.code = int(code)  # a JsonRpcCode is kept (and shown) as the plain integer
         self.message = message
 
 
@@ -58,7 +60,7 @@ class CurrentPeer:
         if self.target is not None:
             return self.target.request(method, params)
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-        future.set_exception(PeerRequestError(-32603, "no client is connected"))
+        future.set_exception(PeerRequestError(JsonRpcCode.INTERNAL_ERROR, "no client is connected"))
         return "", future
 
     def cancel_request(self, msg_id: str, extra: dict[str, Any] | None = None) -> None:

@@ -24,7 +24,7 @@ from ..workspace.profiles import DEFAULT_PROFILE, ProfilePolicy, get_profile
 from ._peer import Peer, PeerRequestError
 
 if TYPE_CHECKING:
-    from ._runs import DaemonConfig, PolicyFactory
+    from ._config import DaemonConfig, PolicyFactory
 
 logger = logging.getLogger(__name__)
 

@@ -35,25 +35,19 @@ from pygls.workspace import Workspace
 from .. import __version__
 from ..protocol import PROTOCOL_VERSION, ParamsError, camel, structure, unstructure, wire
 from ..protocol import methods as m
-from ..tool import CleverAgentsError, ToolSpec
+from ..tool import CleverAgentsError, JsonRpcCode, ToolSpec
+from ..transcripts import TranscriptStore
 from ..workspace import ProfileError
 from ..workspace.profiles import get_profile
 from ..workspace.shell import check_env_names
-from ._dispatch import (
-    INVALID_PARAMS,
-    INVALID_REQUEST,
-    Dispatcher,
-    NotificationHandler,
-    RequestHandler,
-    RpcError,
-)
+from ._config import DaemonConfig
+from ._dispatch import Dispatcher, NotificationHandler, RequestHandler, RpcError
 from ._errors import NotInitializedError
 from ._mcp import to_configs
 from ._outputs import MAX_TOOL_OUTPUT_BYTES
 from ._peer import CurrentPeer
 from ._permissions import make_policy_factory
-from ._runs import DaemonConfig, RunManager
-from ._transcripts import TranscriptStore
+from ._runs import RunManager
 
 logger = logging.getLogger(__name__)
 
@@ -79,11 +73,11 @@ def to_rpc_error(exc: BaseException) -> RpcError:
     if isinstance(exc, RpcError):
         return exc
     if isinstance(exc, ParamsError):
-        return RpcError(INVALID_PARAMS, str(exc))
+        return RpcError(JsonRpcCode.INVALID_PARAMS, str(exc))
     if isinstance(exc, CleverAgentsError):
         return RpcError(exc.code, exc.message)
     logger.error("internal error", exc_info=exc)
-    return RpcError(-32603, "internal error (the daemon logged it on stderr)")
+    return RpcError(JsonRpcCode.INTERNAL_ERROR, "internal error (the daemon logged it on stderr)")
 
 
 def _all_optional(cls: type) -> bool:
@@ -150,13 +144,13 @@ class CleverAgentsServer:
                 given.encode("utf-8", "surrogatepass"), self.token.encode("utf-8")
             ):
                 text = "initialize: a valid initializationOptions.token is required"
-                raise RpcError(INVALID_REQUEST, text)
+                raise RpcError(JsonRpcCode.INVALID_REQUEST, text)
         if self.client is not None and self.client is not peer:
-            raise RpcError(INVALID_REQUEST, "initialize: another client is connected")
+            raise RpcError(JsonRpcCode.INVALID_REQUEST, "initialize: another client is connected")
         try:
             params: lsp.InitializeParams = _lsp.structure(raw, lsp.InitializeParams)
         except (cattrs.BaseValidationError, TypeError, ValueError, KeyError) as exc:
-            raise RpcError(INVALID_PARAMS, _lsp_error("params", exc)) from None
+            raise RpcError(JsonRpcCode.INVALID_PARAMS, _lsp_error("params", exc)) from None
         self._apply(params)
         self.client = peer
         self.peer.target = peer
@@ -189,7 +183,7 @@ class CleverAgentsServer:
                 root="capabilities.experimental.cleveragents",
             )
         except ParamsError as exc:
-            raise RpcError(INVALID_PARAMS, str(exc)) from None
+            raise RpcError(JsonRpcCode.INVALID_PARAMS, str(exc)) from None
         config = self.config
         custom: dict[str, Any] | None = None
         if options.profiles is not None:
@@ -210,14 +204,16 @@ class CleverAgentsServer:
             try:
                 check_env_names(options.shell_env)
             except ValueError as exc:
-                raise RpcError(INVALID_PARAMS, f"initializationOptions.shellEnv: {exc}") from None
+                raise RpcError(
+                    JsonRpcCode.INVALID_PARAMS, f"initializationOptions.shellEnv: {exc}"
+                ) from None
         cap = options.max_tool_output_bytes
         if cap is not None and not 1 <= cap <= MAX_TOOL_OUTPUT_BYTES:
             text = (
                 "initializationOptions.maxToolOutputBytes: must be from 1 to "
                 f"{MAX_TOOL_OUTPUT_BYTES} (16 MiB), so that every record fits one frame"
             )
-            raise RpcError(INVALID_PARAMS, text)
+            raise RpcError(JsonRpcCode.INVALID_PARAMS, text)
         if options.state_dir is not None:
             _check_path(options.state_dir, "initializationOptions.stateDir")
         if params.root_uri is not None:
@@ -315,11 +311,15 @@ def _check_path(path: str, field: str) -> None:
     """A path the daemon will open: NUL and control characters are refused here (-32602)
     rather than failing later, inside a run, as an internal error."""
     if any(ord(c) < 32 for c in path):
-        raise RpcError(INVALID_PARAMS, f"{field}: must not hold NUL or control characters")
+        raise RpcError(
+            JsonRpcCode.INVALID_PARAMS, f"{field}: must not hold NUL or control characters"
+        )
     try:
         path.encode("utf-8")
     except UnicodeEncodeError:
-        raise RpcError(INVALID_PARAMS, f"{field}: invalid Unicode (a lone surrogate)") from None
+        raise RpcError(
+            JsonRpcCode.INVALID_PARAMS, f"{field}: invalid Unicode (a lone surrogate)"
+        ) from None
 
 
 def _lsp_error(root: str, exc: BaseException) -> str:

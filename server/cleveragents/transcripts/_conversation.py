@@ -1,0 +1,86 @@
+"""A finished run's conversation, rebuilt from its transcript (``continueFrom`` of a run
+no longer in memory).
+
+The prompt comes from ``$/meta``; then, per iteration that ended (a ``run/iteration``
+line), the assistant message with its tool calls (``run/toolCallStarted``) and one tool
+message per call (its ``run/toolCall`` record, worded as the runtime words it). The
+system prompt is not in transcripts; the next run brings its own.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from cleveragents.tool import Message, ToolCall, output_text
+
+from ._files import int_field
+from ._index import META
+
+
+class Rebuilt:
+    """One run's own messages, whether it finished, and the run it continued."""
+
+    __slots__ = ("finished", "messages", "parent")
+
+    def __init__(self, messages: list[Message], finished: bool, parent: str | None) -> None:
+        self.messages = messages
+        self.finished = finished
+        self.parent = parent
+
+
+def rebuild(events: Iterable[dict[str, Any]]) -> Rebuilt:
+    """The messages of one transcript's events (``$/meta.continueFrom`` names the parent)."""
+    meta: dict[str, Any] = {}
+    calls: dict[int, list[ToolCall]] = {}
+    records: dict[int, list[dict[str, Any]]] = {}
+    ended: list[tuple[int, str]] = []  # (iteration, content) of each run/iteration
+    finished = False
+    for event in events:
+        method, params = event.get("method"), event["params"]
+        if method == META and not meta:
+            meta = params
+        elif method == "run/toolCallStarted":
+            arguments = params.get("inputs")
+            calls.setdefault(int_field(params.get("iteration")), []).append(
+                ToolCall(
+                    str(params.get("callId", "")), str(params.get("toolName", "")),
+                    arguments if isinstance(arguments, dict) else {},
+                )
+            )  # fmt: skip
+        elif method == "run/toolCall" and isinstance(params.get("record"), dict):
+            record = params["record"]
+            records.setdefault(int_field(record.get("iteration")), []).append(record)
+        elif method == "run/iteration":
+            ended.append((int_field(params.get("iteration")), str(params.get("content", ""))))
+        elif method == "run/finished":
+            finished = True
+    messages = [Message("user", str(meta.get("prompt", "")))]
+    for iteration, content in ended:
+        own_calls = calls.get(iteration, [])
+        messages.append(Message("assistant", content, own_calls))
+        messages.extend(_tool_messages(own_calls, records.get(iteration, [])))
+    parent = meta.get("continueFrom")
+    return Rebuilt(messages, finished, parent if isinstance(parent, str) and parent else None)
+
+
+def _tool_messages(calls: list[ToolCall], records: list[dict[str, Any]]) -> list[Message]:
+    """One tool message per call, in the model's order, worded as the runtime words them:
+    the output as text, or the error of a failed record."""
+    by_id: dict[str, list[dict[str, Any]]] = {}
+    for each in records:
+        by_id.setdefault(str(each.get("callId", "")), []).append(each)
+    out = []
+    for call in calls:
+        pending = by_id.get(call.id)
+        record = pending.pop(0) if pending else None
+        if record is None:
+            text = "the tool call has no record in the transcript"
+            out.append(Message("tool", text, [], call.id, call.name, True))
+        elif record.get("success") is True:
+            text = output_text(record.get("output"))
+            out.append(Message("tool", text, [], call.id, call.name))
+        else:
+            text = str(record.get("error") or "the tool failed")
+            out.append(Message("tool", text, [], call.id, call.name, True))
+    return out

@@ -1,0 +1,233 @@
+"""``TranscriptStore``: the transcripts of one state dir, claimed, read back and listed.
+
+Claiming
+    ``claim`` creates the file exclusively and holds its lock until the transcript is
+    closed (see ``_files``). A second store (another daemon on the same state dir) sees
+    the lock: ``result`` raises ``RunStateError`` ("active in another process") and
+    ``summaries`` lists the run as ``running``. A full disk, a read-only or uncreatable
+    state dir never raise from ``claim`` (only a taken id does): the transcript records
+    the ``OSError`` and its writes become no-ops.
+
+Reading
+    Files are read in binary and decoded line by line; a line that is not UTF-8, not
+    JSON, or too deeply nested is skipped. A run with no ``run/finished`` line and no
+    live writer was interrupted: it reads ``failed`` with ``RunInterruptedError``'s
+    code and a ``durationMs`` from ``$/meta.startedAt`` to the file's mtime (the time
+    of its last write, hence of its last event).
+
+The results and summaries it returns are wire data (``RunResult`` and ``RunSummary``
+dicts, as ``client-protocol/PROTOCOL.md`` describes them), read from the lines the daemon
+wrote: this layer knows those shapes, not the wire classes.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Iterator
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from cleveragents.tool import Message
+
+from ._conversation import rebuild
+from ._errors import RunInterruptedError, RunNotFoundError, RunStateError
+from ._files import (
+    SUFFIX,
+    Transcript,
+    create_locked,
+    int_field,
+    locked,
+    os_text,
+    parse_line,
+    valid_run_id,
+)
+from ._index import INDEX_NAME, META, Entry, RunIndex
+
+logger = logging.getLogger(__name__)
+
+INTERRUPTED_MESSAGE = "the daemon stopped before the run finished"
+MAX_CONTINUATIONS = 1000
+"""How many runs a rebuilt conversation may chain through ``continueFrom``."""
+
+
+class TranscriptStore:
+    """Where transcripts live; claims new ones, reads old ones back, indexes them."""
+
+    def __init__(self, state_dir: Path) -> None:
+        self.state_dir = state_dir
+        self.runs_dir = state_dir / "runs"
+        self._index = RunIndex(self.runs_dir, state_dir / INDEX_NAME)
+        self._live: set[str] = set()  # claimed by this store and not closed yet
+        self._listing: list[dict[str, Any]] | None = None
+        self._lock = threading.Lock()  # summaries() runs in worker threads
+
+    # -- claiming ----------------------------------------------------------------------
+
+    def claim(self, run_id: str) -> Transcript:
+        """Create and lock the transcript of a new run.
+
+        Raises ``RunStateError`` when the id is taken (its file exists, from this or any
+        other process). Any other ``OSError`` gives a ``Transcript`` with ``error`` set
+        whose writes are no-ops."""
+        path = self.path(run_id)
+        try:
+            self.runs_dir.mkdir(parents=True, exist_ok=True)
+            fd = create_locked(path)
+        except FileExistsError:
+            raise RunStateError(f"run id {run_id!r} is already in use") from None
+        except OSError as exc:
+            logger.warning("cannot create transcript %s: %s", path, os_text(exc))
+            return Transcript(path, None, self.state_dir, exc)
+        transcript = Transcript(path, fd, self.state_dir)
+        with self._lock:
+            self._live.add(run_id)
+        transcript.on_close(lambda: self._released(run_id))
+        return transcript
+
+    def _released(self, run_id: str) -> None:
+        with self._lock:
+            self._live.discard(run_id)
+
+    def is_live(self, run_id: str) -> bool:
+        """Whether a writer holds the run's lock (this process or another)."""
+        if run_id in self._live:
+            return True
+        return locked(self.path(run_id))
+
+    # -- reading -----------------------------------------------------------------------
+
+    def path(self, run_id: str) -> Path:
+        if not valid_run_id(run_id):
+            raise RunNotFoundError(f"invalid run id {run_id!r}")
+        return self.runs_dir / f"{run_id}{SUFFIX}"
+
+    def exists(self, run_id: str) -> bool:
+        return valid_run_id(run_id) and self.path(run_id).exists()
+
+    def live_elsewhere(self, run_id: str) -> bool:
+        """Whether another process (another daemon on this state dir) is running it."""
+        return valid_run_id(run_id) and locked(self.path(run_id))
+
+    def events(self, run_id: str) -> Iterator[dict[str, Any]]:
+        """The events of a transcript; unreadable lines (a torn last line, bytes that are
+        not UTF-8 or not JSON) are skipped."""
+        path = self.path(run_id)
+        try:
+            handle = path.open("rb")
+        except FileNotFoundError:
+            raise RunNotFoundError(f"unknown run {run_id!r}") from None
+        with handle:
+            for raw in handle:
+                event = parse_line(raw)
+                if event is not None:
+                    yield event
+
+    def result(self, run_id: str) -> dict[str, Any]:
+        """The run's ``RunResult`` as wire data: its ``run/finished`` result, or for an
+        interrupted run a ``failed`` result rebuilt from the lines it has. Raises
+        ``RunStateError`` for a run another process is still writing."""
+        started_at = ""
+        records: list[Any] = []
+        iterations = 0
+        content = ""
+        for event in self.events(run_id):
+            method, params = event.get("method"), event["params"]
+            if method == "run/finished" and isinstance(params.get("result"), dict):
+                return dict(params["result"])
+            if method == META:
+                started_at = str(params.get("startedAt", ""))
+            elif method == "run/toolCall":
+                records.append(params.get("record"))
+            elif method == "run/iteration":
+                iterations = max(iterations, int_field(params.get("iteration")))
+                content = str(params.get("content", ""))
+        if self.is_live(run_id):
+            raise RunStateError(f"run {run_id!r} is active in another process")
+        return {
+            "runId": run_id,
+            "status": "failed",
+            "content": content,
+            "toolCallHistory": records,
+            "iterations": iterations,
+            "terminatedByLimit": False,
+            "durationMs": self._interrupted_duration(run_id, started_at),
+            "error": {"code": RunInterruptedError.code, "message": INTERRUPTED_MESSAGE},
+        }
+
+    def conversation(self, run_id: str) -> list[Message]:
+        """The messages of a finished run, rebuilt from its transcript and those of the
+        runs it continued, oldest first; what ``continueFrom`` continues.
+
+        Raises ``RunNotFoundError`` for an unknown run (or one it continued),
+        ``RunStateError`` for a run still being written, ``RunInterruptedError`` for one
+        that never finished."""
+        chain: list[list[Message]] = []
+        seen: set[str] = set()
+        current: str | None = run_id
+        while current is not None:
+            if current in seen or len(seen) >= MAX_CONTINUATIONS:
+                raise RunStateError(f"run {run_id!r} continues a chain of runs that loops")
+            seen.add(current)
+            try:
+                messages, current = self._own_messages(current)
+            except RunNotFoundError:
+                if current == run_id:
+                    raise
+                raise RunNotFoundError(
+                    f"run {run_id!r} continues run {current!r}, whose transcript is gone"
+                ) from None
+            chain.append(messages)
+        return [message for messages in reversed(chain) for message in messages]
+
+    def _own_messages(self, run_id: str) -> tuple[list[Message], str | None]:
+        """One run's own messages and the run it continued (``$/meta.continueFrom``)."""
+        rebuilt = rebuild(self.events(run_id))
+        if not rebuilt.finished:
+            if self.is_live(run_id):
+                raise RunStateError(f"run {run_id!r} has not finished")
+            raise RunInterruptedError(f"run {run_id!r} cannot be continued: {INTERRUPTED_MESSAGE}")
+        return rebuilt.messages, rebuilt.parent
+
+    def _interrupted_duration(self, run_id: str, started_at: str) -> float:
+        """From ``$/meta.startedAt`` to the file's last write: the time of its last event."""
+        try:
+            start = datetime.fromisoformat(started_at).timestamp()
+            end = self.path(run_id).stat().st_mtime
+        except (ValueError, OSError):
+            return 0.0
+        return round(max(0.0, end - start) * 1000.0, 3)
+
+    # -- the index ---------------------------------------------------------------------
+
+    def summaries(self) -> list[dict[str, Any]]:
+        """A ``RunSummary`` (wire data) per transcript on disk, newest first, from the
+        index. Blocking I/O: the daemon calls it in a worker thread."""
+        with self._lock:
+            entries = self._index.refresh()
+            live_here = set(self._live)
+            cached = self._listing
+            if (
+                cached is not None
+                and not self._index.changed
+                and not live_here
+                and not any(e.status is None for e in entries.values())
+            ):
+                return list(cached)  # nothing changed since the last call
+        out = [self._summary(run_id, entry, live_here) for run_id, entry in entries.items()]
+        out.sort(key=lambda s: str(s["startedAt"]), reverse=True)
+        with self._lock:
+            self._listing = out
+        return list(out)
+
+    def _summary(self, run_id: str, entry: Entry, live_here: set[str]) -> dict[str, Any]:
+        status, active = entry.status, False
+        if status is None:
+            active = run_id in live_here or locked(self.runs_dir / f"{run_id}{SUFFIX}")
+            status = "running" if active else "failed"
+        return {
+            "runId": run_id, "status": status, "prompt": entry.prompt,
+            "startedAt": entry.started_at, "iterations": entry.iterations,
+            "toolCallCount": entry.tools, "active": active,
+        }  # fmt: skip
