@@ -3,9 +3,11 @@
 ``CallCore`` holds one run's tool state (the activations made, the reserved inputs) and
 decides: which spec a name resolves to, the inputs a handler receives, what the policy
 is asked, how an output is checked and filtered, and the record of every outcome, with
-its ``error_code``. It never awaits and never blocks: the drivers in ``_runner.py``
-call the handlers, hooks and policy (inline, awaited, or in a worker thread) and hand
-the results back here. It knows no event loop, no thread and no transport.
+its ``error_code``. It never awaits and never blocks: the drivers (async in
+``_runner.py``, sync in ``_runner_sync.py``) call the handlers, hooks and policy
+(inline, awaited, or in a worker thread) and hand the results back here. It knows no
+event loop and no transport; its one lock lets the sync driver's threads share an
+activation.
 """
 
 from __future__ import annotations

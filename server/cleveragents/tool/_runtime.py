@@ -3,10 +3,10 @@
 ``LoopState`` (``_loop_state.py``) is the sans-IO core: conversation, counters, records,
 and what happens next. The sync driver (``run_tool_loop``) and the async driver
 (``arun_tool_loop``) do the calling. The sync driver runs in the caller's thread for as
-long as the model and the tools answer at once; the first time the run must wait (an
-async model, an async or blocking tool, an async policy) it hands the rest of the run
-to the async driver, on one private event loop for the run, so no call pays for a loop
-or a thread hop of its own. Cancellation is cooperative, through a ``CancelToken``.
+long as the model and the tools are sync (blocking tools in the shared pool); the first
+time the run must await (an async model, an async tool, an async policy) it hands the
+rest of the run to the async driver, on one private event loop for the run, so no call
+pays for a loop or a thread hop of its own. Cancellation is cooperative, through a ``CancelToken``.
 See ``docs/runtime.md``.
 """
 
