@@ -1,4 +1,4 @@
-"""``cleveragents run`` and ``runs``: output and exit codes (design §10.13)."""
+"""``cleveragents run`` and ``runs``: output and exit codes (``docs/cli.md``)."""
 
 from __future__ import annotations
 

@@ -5,9 +5,10 @@ This module parses arguments and turns them into what the client-side commands t
 it resolves settings (flag, then environment, then ``config.toml``), checks the model
 spec, the profile and the workspace, reads the prompt, and finds the run to continue.
 Every usage error names the flag and exits 2. It is the one place that may reach into
-the daemon's transcript store and the workspace's profile table (the client layer
-may not); each import happens inside the command that needs it, so ``serve`` loads
-only the daemon and ``run`` never loads rich unless it draws the live view.
+the transcript store and the workspace's profile table (the client layer may not);
+each import happens inside the command that needs it, so ``serve`` loads only the
+daemon, ``runs`` never loads it, and ``run`` never loads rich unless it draws the live
+view.
 """
 
 from __future__ import annotations
@@ -341,7 +342,7 @@ def _profile(setting: Any) -> str:
 
 def _latest_run(state_dir: Path, workspace: Path) -> str:
     """The newest finished run whose sandbox was ``workspace``."""
-    from .daemon import TranscriptStore
+    from .transcripts import TranscriptStore
 
     store = TranscriptStore(state_dir)
     for summary in store.summaries():
@@ -362,12 +363,13 @@ def _latest_run(state_dir: Path, workspace: Path) -> str:
 
 
 def runs_command(args: argparse.Namespace) -> int:
-    """Read transcripts directly: no daemon is needed to look at past runs."""
+    """Read transcripts directly: no daemon is needed to look at past runs, and none is
+    imported (nor pygls): ``cleveragents.transcripts`` stands on the core alone."""
     import shutil
 
     from .client._history import list_lines, show_lines
     from .client._terminal import json_text, printable
-    from .daemon import RunNotFoundError, RunStateError, TranscriptStore
+    from .transcripts import RunNotFoundError, RunStateError, TranscriptStore
 
     store = TranscriptStore(_state_dir(args.state_dir))
     if args.runs_command == "list":

@@ -4,9 +4,13 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 from clikit import cli, meta, runs, script
+
+from cleveragents.transcripts import META, TranscriptStore
 
 
 def write_config(tmp_path: Path, text: str) -> None:
@@ -89,3 +93,24 @@ def test_continue_picks_the_latest_run_of_this_workspace_or_the_one_named(
     unknown = cli(tmp_path, "run", "-m", model, "--state-dir", state, "--continue", "nope", "x")
     assert unknown.returncode == 2
     assert "unknown run 'nope'" in unknown.stderr
+
+
+def test_runs_list_and_show_load_neither_the_daemon_nor_pygls(tmp_path: Path) -> None:
+    """Looking at past runs reads files: it must not pay for the daemon's imports."""
+    state = tmp_path / "state"
+    store = TranscriptStore(state)
+    transcript = store.claim("past")
+    transcript.append(META, {"runId": "past", "prompt": "p", "startedAt": "2026-01-01T00:00:00"})
+    transcript.close()
+    code = (
+        "import sys\n"
+        "from cleveragents.cli import main\n"
+        f"main(['runs', 'list', '--state-dir', {str(state)!r}])\n"
+        f"main(['runs', 'show', 'past', '--state-dir', {str(state)!r}])\n"
+        "loaded = ('pygls', 'lsprotocol', 'cleveragents.daemon')\n"
+        "print(sorted(name for name in loaded if name in sys.modules))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert "past" in out.stdout  # it did list and show the run
+    assert out.stdout.splitlines()[-1] == "[]"

@@ -1,4 +1,5 @@
-"""Every request gets an answer, and the daemon survives bad input (design §4, §10.7)."""
+"""Every request gets an answer, and the daemon survives bad input (``docs/daemon.md``;
+error codes in ``client-protocol/PROTOCOL.md``)."""
 
 from __future__ import annotations
 

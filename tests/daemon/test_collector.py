@@ -14,9 +14,8 @@ from typing import Any
 import pytest
 from test_run_manager import FakePeer
 
-from cleveragents.daemon import _runs
+from cleveragents.daemon import DaemonConfig, RunManager, _runs
 from cleveragents.daemon._collector import CollectorPolicy
-from cleveragents.daemon import DaemonConfig, RunManager
 from cleveragents.protocol import wire
 from cleveragents.tool import ToolAnnotations, ToolSpec
 

@@ -16,7 +16,7 @@ from test_run_manager import FakePeer
 
 from cleveragents.daemon import DaemonConfig, RunManager
 from cleveragents.protocol import MAX_BODY, wire
-from cleveragents.tool import ToolSpec
+from cleveragents.tool import ToolError, ToolSpec
 
 OBJECT = {"type": "object"}
 LLM = {"experimental": {"cleveragents": {"llm": True}}}
@@ -150,7 +150,8 @@ async def test_a_non_finite_tool_output_fails_its_record_and_never_reaches_the_w
     assert record.success is False
     assert record.output is None
     assert record.error is not None
-    assert "non-finite" in record.error
+    assert record.error_code == ToolError.code
+    assert "non-finite" in record.error  # the code is generic: the text says why
     # What was sent and written is JSON: no NaN or Infinity literal anywhere.
     for _method, params in peer.notifications:
         json.dumps(params, allow_nan=False)

@@ -1,5 +1,5 @@
 """Real model providers through the daemon: an OpenAI-compatible server on loopback, and
-the editor's own model through ``llm/generate`` (design §5, issue 5)."""
+the editor's own model through ``llm/generate`` (``docs/models.md``)."""
 
 from __future__ import annotations
 

@@ -7,6 +7,7 @@ import asyncio
 from daemon_kit import Session, call, script
 
 from cleveragents.protocol import methods as m
+from cleveragents.tool import ToolPermissionError
 
 
 def writes(*names: str) -> dict[str, object]:
@@ -54,8 +55,7 @@ async def test_reject_once_gives_a_failed_record_and_the_run_continues(session: 
     result = await session.request(m.RUN_START, {"prompt": "go", "model": writes("a.txt", "b.txt"),
                                                  "automationProfile": "supervised"})  # fmt: skip
     first, second = result["toolCallHistory"]
-    assert first["success"] is False
-    assert "declined" in first["error"]
+    assert (first["success"], first["errorCode"]) == (False, ToolPermissionError.code)
     assert second["success"] is True
     assert not (session.workspace / "a.txt").exists()
     assert (session.workspace / "b.txt").exists()
@@ -115,8 +115,8 @@ async def test_without_the_permissions_capability_ask_becomes_deny(tmp_path: obj
         reply = await daemon.call(2, "run/start", {
             "prompt": "go", "model": writes("a.txt"), "automationProfile": "supervised"})  # fmt: skip
         (record,) = reply["result"]["toolCallHistory"]
-        assert record["success"] is False
-        assert "permissions" in record["error"]
+        assert (record["success"], record["errorCode"]) == (False, ToolPermissionError.code)
+        assert "permissions" in record["error"]  # says why it was not asked
         assert not any(msg.get("method") == m.PERMISSION_REQUEST for msg in daemon.messages)
         assert not (root / "ws" / "a.txt").exists()
     finally:
@@ -137,8 +137,8 @@ async def test_a_custom_profile_from_initialization_options_governs_a_run(tmp_pa
         reply = await daemon.call(2, "run/start", {
             "prompt": "go", "model": writes("a.txt"), "automationProfile": "read-only"})  # fmt: skip
         (record,) = reply["result"]["toolCallHistory"]
-        assert record["success"] is False
-        assert "read-only" in record["error"]
+        assert (record["success"], record["errorCode"]) == (False, ToolPermissionError.code)
+        assert "read-only" in record["error"]  # names the profile that refused it
         unknown = await daemon.call(3, "run/start", {
             "prompt": "go", "model": writes("a.txt"), "automationProfile": "nope"})  # fmt: skip
         assert unknown["error"]["code"] == -32024

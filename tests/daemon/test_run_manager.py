@@ -13,9 +13,9 @@ import pytest
 
 from cleveragents.daemon import DaemonConfig, RunManager, RunStateError
 from cleveragents.daemon._start import REMEMBERED_MESSAGES
+from cleveragents.protocol import wire
 from cleveragents.tool import Message
 from cleveragents.transcripts import TranscriptStore
-from cleveragents.protocol import wire
 
 
 class FakePeer:

@@ -11,6 +11,7 @@ from lsprotocol import types as lsp
 from pygls.exceptions import JsonRpcException
 
 from cleveragents.protocol import methods as m
+from cleveragents.tool import ToolCancelledError, ToolError, ToolNotFoundError, ToolTimeoutError
 
 ECHO_TOOL = {
     "name": "client/echo",
@@ -131,8 +132,8 @@ async def test_the_allow_list_limits_what_a_run_sees(session: Session) -> None:
     )  # fmt: skip
     assert session.for_run("allow")[0][1]["tools"] == ["builtin/file-read"]
     (record,) = result["toolCallHistory"]
-    assert record["success"] is False
-    assert "builtin/file-write" in record["error"]
+    assert (record["success"], record["errorCode"]) == (False, ToolNotFoundError.code)
+    assert "builtin/file-write" in record["error"]  # names the tool
     assert not (session.workspace / "x.txt").exists()
 
 
@@ -195,9 +196,10 @@ async def test_a_client_tool_error_reply_gives_a_failed_record(session: Session)
     model = script({"toolCalls": [call("client/fail"), call("client/is-error")]}, {"content": "ok"})
     result = await session.request(m.RUN_START, {"prompt": "go", "model": model})
     failed, flagged = result["toolCallHistory"]
-    assert failed["success"] is False
-    assert "editor exploded" in failed["error"]
-    assert (flagged["success"], flagged["error"]) == (False, '{"reason": "no such file"}')
+    assert (failed["success"], failed["errorCode"]) == (False, ToolError.code)
+    assert "editor exploded" in failed["error"]  # the client's own words reach the model
+    assert (flagged["success"], flagged["errorCode"]) == (False, ToolError.code)
+    assert flagged["error"] == '{"reason": "no such file"}'  # its output, as the model reads it
     assert result["status"] == "completed"
 
 
@@ -213,7 +215,7 @@ async def test_a_client_tool_timeout_gives_a_failed_record_and_cancels_the_reque
     model = script({"toolCalls": [call("client/hang")]}, {"content": "ok"})
     result = await session.request(m.RUN_START, {"prompt": "go", "model": model})
     (record,) = result["toolCallHistory"]
-    assert (record["success"], record["error"]) == (False, "tool client/hang timed out after 0.1 s")
+    assert (record["success"], record["errorCode"]) == (False, ToolTimeoutError.code)
 
 
 async def test_run_cancel_while_a_client_tool_is_pending(session: Session) -> None:
@@ -238,8 +240,7 @@ async def test_run_cancel_while_a_client_tool_is_pending(session: Session) -> No
         result = await pending
     assert result["status"] == "cancelled"
     (record,) = result["toolCallHistory"]
-    assert record["success"] is False
-    assert record["error"].startswith("cancelled")
+    assert (record["success"], record["errorCode"]) == (False, ToolCancelledError.code)
     async with asyncio.timeout(5):
         await cancelled.wait()
     events = session.for_run("c1")
@@ -393,6 +394,6 @@ async def test_a_malformed_tools_call_reply_gives_a_failed_record(session: Sessi
     model = script({"toolCalls": [call("client/odd")]}, {"content": "went on"})
     result = await session.request(m.RUN_START, {"prompt": "go", "model": model})
     (record,) = result["toolCallHistory"]
-    assert record["success"] is False
-    assert "'output'" in record["error"]
+    assert (record["success"], record["errorCode"]) == (False, ToolError.code)
+    assert "'output'" in record["error"]  # names the missing field
     assert result["content"] == "went on"

@@ -168,65 +168,29 @@ class CleverAgentsServer:
         return _lsp.unstructure(result)
 
     def _apply(self, params: lsp.InitializeParams) -> None:
-        try:
-            raw_options = params.initialization_options
-            options = structure(
-                raw_options if raw_options is not None else {},
-                wire.InitializationOptions,
-                root="initializationOptions",
-            )
-            experimental = params.capabilities.experimental
-            ours = experimental.get("cleveragents") if isinstance(experimental, dict) else None
-            client = structure(
-                ours if ours is not None else {},
-                wire.ClientCapabilitiesCleverAgents,
-                root="capabilities.experimental.cleveragents",
-            )
-        except ParamsError as exc:
-            raise RpcError(JsonRpcCode.INVALID_PARAMS, str(exc)) from None
-        config = self.config
-        custom: dict[str, Any] | None = None
-        if options.profiles is not None:
-            custom = {
-                name: {
-                    "read": p.read, "write": p.write, "execute": p.execute,
-                    "requires_confined_shell": bool(p.requires_confined_shell),
-                    "never_ask": bool(p.never_ask), "description": p.description or "",
-                }
-                for name, p in options.profiles.items()
-            }  # fmt: skip
-            try:
-                for name in custom:  # refuse a bad profile now, not at the first run
-                    get_profile(name, custom)
-            except ProfileError as exc:
-                raise RpcError(exc.code, exc.message) from None
-        if options.shell_env is not None:
-            try:
-                check_env_names(options.shell_env)
-            except ValueError as exc:
-                raise RpcError(
-                    JsonRpcCode.INVALID_PARAMS, f"initializationOptions.shellEnv: {exc}"
-                ) from None
-        cap = options.max_tool_output_bytes
-        if cap is not None and not 1 <= cap <= MAX_TOOL_OUTPUT_BYTES:
-            text = (
-                "initializationOptions.maxToolOutputBytes: must be from 1 to "
-                f"{MAX_TOOL_OUTPUT_BYTES} (16 MiB), so that every record fits one frame"
-            )
-            raise RpcError(JsonRpcCode.INVALID_PARAMS, text)
-        if options.state_dir is not None:
-            _check_path(options.state_dir, "initializationOptions.stateDir")
-        if params.root_uri is not None:
-            _check_path(to_fs_path(params.root_uri) or "", "rootUri")
-        if params.root_path is not None:
-            _check_path(params.root_path, "rootPath")
-        for index, folder in enumerate(params.workspace_folders or []):
-            _check_path(to_fs_path(folder.uri) or "", f"workspaceFolders[{index}].uri")
+        """Check every option first, then apply them: a refused initialize changes
+        nothing."""
+        options, client = _read_options(params)
+        custom = _custom_profiles(options)
+        _check_options(options, params)
         try:
             mcp_servers = to_configs(options.mcp_servers or [], "initializationOptions.mcpServers")
         except (ParamsError, CleverAgentsError) as exc:
             raise to_rpc_error(exc) from None
-        # Nothing is applied before everything is checked: a refused initialize changes nothing.
+        self._set_options(options, custom)
+        self.config.client_permissions = client.permissions is True
+        self.config.client_llm = client.llm is True
+        root_uri = params.root_uri
+        if root_uri is None and params.root_path:
+            root_uri = from_fs_path(params.root_path)
+        self.workspace = Workspace(root_uri, workspace_folders=params.workspace_folders or [])
+        self.manager.roots = self.sandbox_roots
+        self.manager.mcp.start(mcp_servers)  # in the background; runs wait for them
+
+    def _set_options(
+        self, options: wire.InitializationOptions, custom: dict[str, Any] | None
+    ) -> None:
+        config = self.config
         if custom is not None:
             config.custom_profiles = custom
         if options.model is not None:
@@ -242,14 +206,6 @@ class CleverAgentsServer:
             config.shell_env = list(options.shell_env)
             if self.on_shell_env is not None:
                 self.on_shell_env(list(options.shell_env))
-        config.client_permissions = client.permissions is True
-        config.client_llm = client.llm is True
-        root_uri = params.root_uri
-        if root_uri is None and params.root_path:
-            root_uri = from_fs_path(params.root_path)
-        self.workspace = Workspace(root_uri, workspace_folders=params.workspace_folders or [])
-        self.manager.roots = self.sandbox_roots
-        self.manager.mcp.start(mcp_servers)  # in the background; runs wait for them
 
     async def shutdown(self) -> None:
         # End the runs first, so each run/start is answered with its result before the
@@ -305,6 +261,75 @@ class CleverAgentsServer:
             logger.debug("ignored llm/delta: %s", exc)
             return
         self.manager.llm_delta(params)
+
+
+def _read_options(
+    params: lsp.InitializeParams,
+) -> tuple[wire.InitializationOptions, wire.ClientCapabilitiesCleverAgents]:
+    """``initializationOptions`` and our experimental client capabilities, typed; a field
+    of the wrong type is -32602 naming it."""
+    try:
+        raw_options = params.initialization_options
+        options = structure(
+            raw_options if raw_options is not None else {},
+            wire.InitializationOptions,
+            root="initializationOptions",
+        )
+        experimental = params.capabilities.experimental
+        ours = experimental.get("cleveragents") if isinstance(experimental, dict) else None
+        client = structure(
+            ours if ours is not None else {},
+            wire.ClientCapabilitiesCleverAgents,
+            root="capabilities.experimental.cleveragents",
+        )
+    except ParamsError as exc:
+        raise RpcError(JsonRpcCode.INVALID_PARAMS, str(exc)) from None
+    return options, client
+
+
+def _custom_profiles(options: wire.InitializationOptions) -> dict[str, Any] | None:
+    """The client's own profiles, each checked now rather than at the first run."""
+    if options.profiles is None:
+        return None
+    custom = {
+        name: {
+            "read": p.read, "write": p.write, "execute": p.execute,
+            "requires_confined_shell": bool(p.requires_confined_shell),
+            "never_ask": bool(p.never_ask), "description": p.description or "",
+        }
+        for name, p in options.profiles.items()
+    }  # fmt: skip
+    try:
+        for name in custom:
+            get_profile(name, custom)
+    except ProfileError as exc:
+        raise RpcError(exc.code, exc.message) from None
+    return custom
+
+
+def _check_options(options: wire.InitializationOptions, params: lsp.InitializeParams) -> None:
+    """The shell environment names, the output cap and every path the daemon will open."""
+    if options.shell_env is not None:
+        try:
+            check_env_names(options.shell_env)
+        except ValueError as exc:
+            text = f"initializationOptions.shellEnv: {exc}"
+            raise RpcError(JsonRpcCode.INVALID_PARAMS, text) from None
+    cap = options.max_tool_output_bytes
+    if cap is not None and not 1 <= cap <= MAX_TOOL_OUTPUT_BYTES:
+        text = (
+            "initializationOptions.maxToolOutputBytes: must be from 1 to "
+            f"{MAX_TOOL_OUTPUT_BYTES} (16 MiB), so that every record fits one frame"
+        )
+        raise RpcError(JsonRpcCode.INVALID_PARAMS, text)
+    if options.state_dir is not None:
+        _check_path(options.state_dir, "initializationOptions.stateDir")
+    if params.root_uri is not None:
+        _check_path(to_fs_path(params.root_uri) or "", "rootUri")
+    if params.root_path is not None:
+        _check_path(params.root_path, "rootPath")
+    for index, folder in enumerate(params.workspace_folders or []):
+        _check_path(to_fs_path(folder.uri) or "", f"workspaceFolders[{index}].uri")
 
 
 def _check_path(path: str, field: str) -> None:
