@@ -14,7 +14,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Mapping, Sequence
 from typing import Any, ClassVar
 
-from cleveragents.tool import LLMRequest, LLMResponse, ProviderFormat, ToolCallRouter
+from cleveragents.tool import LLMRequest, LLMResponse, ProviderFormat, ToolCallRouter, ToolSchema
 
 from ._clients import ClientPool
 from ._redact import guard_logs, remember, url_secrets
@@ -82,6 +82,7 @@ class SdkCaller(ABC):
         self._policy = RetryPolicy(spec.max_retries, base_delay_s, max_delay_s, max_retry_after_s)
         self._sleep = sleep
         self._clients = ClientPool(self._new_client, self._close_client)
+        self._tools_for: tuple[Sequence[ToolSchema], list[Any]] | None = None
 
     def __repr__(self) -> str:  # never the key
         return f"{type(self).__name__}({self.spec.describe()!r})"
@@ -92,6 +93,17 @@ class SdkCaller(ABC):
     async def aclose(self) -> None:
         """Close the SDK clients and their connections; a later call opens new ones."""
         await self._clients.aclose()
+
+    def provider_tools(self, request: LLMRequest) -> list[Any]:
+        """The request's tools in this provider's format, built once per tool set: the
+        runtime hands every iteration the registry's same schemas tuple until it changes,
+        so a run pays the mapping (and Gemini's schema cleaning) once, not per call."""
+        cached = self._tools_for
+        if cached is not None and cached[0] is request.tools:
+            return cached[1]
+        tools = self._router.tools(request.tools)
+        self._tools_for = (request.tools, tools)
+        return tools
 
     @abstractmethod
     def body(self, request: LLMRequest) -> dict[str, Any]:

@@ -46,7 +46,7 @@ class AnthropicCaller(SdkCaller):
         }
         if history.system is not None:
             body["system"] = history.system
-        tools = self._router.tools(request.tools)
+        tools = self.provider_tools(request)
         if tools:
             body["tools"] = tools
         if spec.temperature is not None:

@@ -53,7 +53,7 @@ class GeminiCaller(SdkCaller):
         }
         if history.system is not None:
             config["system_instruction"] = history.system
-        tools = self._router.tools(request.tools)
+        tools = self.provider_tools(request)
         if tools:
             config["tools"] = tools
         if spec.max_tokens is not None:

@@ -41,7 +41,7 @@ class OpenAIChatCaller(SdkCaller):
             "stream": True,
             "stream_options": {"include_usage": True},
         }
-        tools = self._router.tools(request.tools)
+        tools = self.provider_tools(request)
         if tools:
             body["tools"] = tools
         if spec.max_tokens is not None:
