@@ -17,13 +17,13 @@ from hypothesis import strategies as st
 from cleveragents.tool import (
     LLMResponse,
     Message,
-    ProviderMessages,
     ProviderStreamError,
     ToolCall,
     ToolCallRouter,
     ToolSchema,
     Usage,
 )
+from cleveragents.tool._codec import ProviderMessages  # the router's own return type
 
 SAFE = re.compile(r"[a-zA-Z0-9_-]{1,64}")
 NAME_CHARS = "ABCXYZabcxyz0189_.:/-"

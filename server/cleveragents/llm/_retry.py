@@ -26,11 +26,11 @@ import random
 import re
 import time
 from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 import attrs
 
-from cleveragents.tool import CancelToken, LLMResponse, ProviderStreamError, StreamAccumulator
+from cleveragents.tool import CancelToken, LLMResponse, ProviderStreamError
 
 from ._redact import Redactor
 from .errors import ModelProviderError
@@ -132,10 +132,18 @@ async def call_with_retries(
         await sleep(wait)
 
 
+class Accumulator(Protocol):
+    """What ``ToolCallRouter.stream()`` returns: chunks in, the response out."""
+
+    def feed(self, chunk: Mapping[str, Any], /) -> str: ...
+
+    def result(self) -> LLMResponse: ...
+
+
 async def stream_with_retries(
     open_stream: Callable[[], Awaitable[Any]],
     *,
-    start: Callable[[], StreamAccumulator],
+    start: Callable[[], Accumulator],
     on_delta: Callable[[str], None],
     policy: RetryPolicy,
     classify: Callable[[BaseException], Failure | None],

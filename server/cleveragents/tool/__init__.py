@@ -7,7 +7,7 @@ tools stand on it, never the other way round.
 """
 
 from ._cancel import CancelToken
-from ._codec import ProviderFormat, ProviderMessages, ProviderStreamError
+from ._codec import ProviderFormat, ProviderStreamError
 from ._errors import (
     CleverAgentsError,
     DuplicateToolError,
@@ -34,23 +34,17 @@ from ._policy import (
 )
 from ._registry import ToolRegistry
 from ._router import ToolCallRouter
-from ._runner import (
-    Stage,
-    StageObserver,
-    ToolRunner,
-    ToolRunSession,
-    output_text,
-)
+from ._runner import StageObserver, ToolRunner, output_text
 from ._runtime import DEFAULT_MAX_ITERATIONS, ToolCallingRuntime
 from ._spec import (
     TOOL_NAME_PATTERN,
     SchemaDefinitionError,
     ToolAnnotations,
     ToolHandler,
+    ToolHandlerError,
     ToolKind,
     ToolSpec,
 )
-from ._stream import StreamAccumulator
 from ._types import (
     RESERVED_INPUT_KEYS,
     JSONValue,
@@ -90,12 +84,9 @@ __all__ = [
     "PermissionOutcome",
     "PermissionQuery",
     "ProviderFormat",
-    "ProviderMessages",
     "ProviderStreamError",
     "SchemaDefinitionError",
-    "Stage",
     "StageObserver",
-    "StreamAccumulator",
     "ToolActivationError",
     "ToolActorContext",
     "ToolAnnotations",
@@ -108,6 +99,7 @@ __all__ = [
     "ToolCancelledError",
     "ToolError",
     "ToolHandler",
+    "ToolHandlerError",
     "ToolInputError",
     "ToolKind",
     "ToolNotFoundError",
@@ -115,7 +107,6 @@ __all__ = [
     "ToolPermissionError",
     "ToolPolicy",
     "ToolRegistry",
-    "ToolRunSession",
     "ToolRunner",
     "ToolSchema",
     "ToolSpec",
