@@ -30,7 +30,8 @@ PUBLIC: dict[str, set[str]] = {
     "cleveragents.workspace": {
         "BUILTIN_PROFILES", "BWRAP_ENV", "DEFAULT_PROFILE", "AskCallback", "AutomationProfile",
         "Confinement", "PinnedRoot", "ProfileError", "ProfilePolicy", "SandboxViolationError",
-        "ShellTool", "WorkspaceLimits", "WorkspaceToolError", "builtin_tools", "get_profile",
+        "ShellTool", "WorkspaceLimits", "WorkspaceToolError", "builtin_tools", "file_tools",
+        "get_profile",
         "parse_profile", "resolve_path",
     },
     "cleveragents.llm": {

@@ -27,7 +27,7 @@ or the models.
 
 from __future__ import annotations
 
-from cleveragents.tool import ToolSpec
+import typing
 
 from ._errors import ProfileError, SandboxViolationError, WorkspaceToolError
 from ._limits import WorkspaceLimits
@@ -45,6 +45,9 @@ from .profiles import (
 )
 from .shell import BWRAP_ENV, Confinement, ShellTool
 
+if typing.TYPE_CHECKING:
+    from cleveragents.tool import ToolSpec
+
 __all__ = [
     "BUILTIN_PROFILES",
     "BWRAP_ENV",
@@ -60,6 +63,7 @@ __all__ = [
     "WorkspaceLimits",
     "WorkspaceToolError",
     "builtin_tools",
+    "file_tools",
     "get_profile",
     "parse_profile",
     "resolve_path",
