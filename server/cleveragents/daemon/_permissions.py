@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..protocol import methods as m
 from ..protocol import unstructure, wire
-from ..tool import PermissionQuery, ToolPolicy
+from ..tool import PERMISSION_OUTCOMES, PermissionQuery, ToolPolicy
 from ..workspace.profiles import DEFAULT_PROFILE, ProfilePolicy, get_profile
 from ._peer import Peer, PeerRequestError
 
@@ -27,8 +27,6 @@ if TYPE_CHECKING:
     from ._config import DaemonConfig, PolicyFactory
 
 logger = logging.getLogger(__name__)
-
-OUTCOMES = ("allow_once", "allow_always", "reject_once", "reject_always")
 
 
 def make_policy_factory(config: DaemonConfig, peer: Peer) -> PolicyFactory:
@@ -78,7 +76,7 @@ def _asker(peer: Peer, run_id: str) -> Any:
         except PeerRequestError as exc:
             return _invalid(f"the client answered permission/request with an error: {exc}")
         outcome = reply.get("outcome") if isinstance(reply, dict) else None
-        if outcome not in OUTCOMES:
+        if outcome not in PERMISSION_OUTCOMES:
             return _invalid(f"the client answered permission/request with outcome {outcome!r}")
         return str(outcome)
 
