@@ -170,9 +170,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         # costs ~45 ms of startup; collect nothing until the server is built (then
         # ``serve`` freezes what exists and turns the collector back on).
         gc.disable()
-        from .daemon import configure_logging, serve
+        from .daemon import serve
 
-        configure_logging(args.log_level.upper())
+        _configure_logging(args.log_level.upper())
         if args.protocol == "acp":
             if args.tcp is not None:
                 print("cleveragents serve: --protocol acp speaks on stdio only", file=sys.stderr)
@@ -357,6 +357,19 @@ def _latest_run(state_dir: Path, workspace: Path) -> str:
         f"--continue: no earlier run in {workspace} (in {state_dir}); name one: "
         "--continue RUN_ID PROMPT (cleveragents runs list shows them)"
     )
+
+
+def _configure_logging(level: str) -> None:
+    """Log to stderr only (stdout is the wire, for both faces of ``serve``); pygls's own
+    loggers stay at WARNING."""
+    import logging
+
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    root = logging.getLogger()
+    root.handlers[:] = [handler]
+    root.setLevel(level)
+    logging.getLogger("pygls").setLevel(max(logging.WARNING, logging.getLevelName(level)))
 
 
 # -- runs --------------------------------------------------------------------------------

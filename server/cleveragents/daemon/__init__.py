@@ -1,16 +1,8 @@
 """The cleveragents daemon: LSP-framed JSON-RPC over stdio (or TCP) on pygls.
 
 It maps protocol methods to core calls, turns loop events into notifications, and keeps
-transcripts. It owns no loop logic of its own.
+transcripts (through :mod:`cleveragents.transcripts`). It owns no loop logic of its own.
 """
-
-from __future__ import annotations
-
-import asyncio
-import gc
-import logging
-import sys
-from pathlib import Path
 
 from ..transcripts import (
     RunInterruptedError,
@@ -19,12 +11,11 @@ from ..transcripts import (
     TranscriptStore,
     default_state_dir,
 )
-from ._collector import POLICY as COLLECTOR
 from ._config import DaemonConfig
 from ._errors import CapabilityError, NotInitializedError, StateDirError
 from ._runs import RunManager
+from ._serve import create_server, serve
 from ._server import CleverAgentsServer
-from ._transport import load_token, serve_stdio, serve_tcp
 
 __all__ = [
     "CapabilityError",
@@ -41,55 +32,3 @@ __all__ = [
     "default_state_dir",
     "serve",
 ]
-
-
-def configure_logging(level: str = "WARNING") -> None:
-    """Log to stderr only (stdout is the wire); pygls's own loggers stay at WARNING."""
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
-    root = logging.getLogger()
-    root.handlers[:] = [handler]
-    root.setLevel(level)
-    logging.getLogger("pygls").setLevel(max(logging.WARNING, logging.getLevelName(level)))
-
-
-def create_server(
-    state_dir: Path | None = None, model: object = None, automation_profile: str | None = None
-) -> CleverAgentsServer:
-    from ..workspace import ShellTool, builtin_tools
-
-    config = DaemonConfig(
-        state_dir=state_dir or default_state_dir(), model=model,
-        automation_profile=automation_profile,
-    )  # fmt: skip
-    shell = ShellTool()
-    server = CleverAgentsServer(config, builtin_tools(shell=shell))
-    server.on_shell_env = shell.set_pass_env
-    return server
-
-
-def serve(
-    state_dir: Path | None = None,
-    tcp: tuple[str, int] | None = None,
-    model: object = None,
-    automation_profile: str | None = None,
-    *,
-    token_file: Path | None = None,
-) -> int:
-    """Run the daemon until its client leaves; returns the process exit code (0 after
-    shutdown, 1 on exit without it, 143/129/130 on SIGTERM/SIGHUP/SIGINT)."""
-    from ..workspace.shell import protect_process
-
-    protect_process()  # the daemon's /proc entries (its environment) stay unreadable to tools
-    server = create_server(state_dir, model, automation_profile)
-    gc.freeze()  # the long-lived startup objects need never be scanned again
-    gc.enable()
-    COLLECTOR.install()  # and a long run's objects are frozen as they age (see _collector)
-    try:
-        if tcp is not None:
-            token = load_token(token_file, server.config.state_dir)
-            return asyncio.run(serve_tcp(server, *tcp, token))
-        return asyncio.run(serve_stdio(server))
-    except KeyboardInterrupt:  # SIGINT before the loop's own handler was installed
-        logging.getLogger(__name__).warning("interrupted")
-        return 130

@@ -1,0 +1,58 @@
+"""The daemon as a process: build the server with the built-in tools, then serve one
+client over stdio or TCP until it leaves, and say how it ended (the exit codes of
+``docs/daemon.md``)."""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import logging
+from pathlib import Path
+
+from ..transcripts import default_state_dir
+from ._collector import POLICY as COLLECTOR
+from ._config import DaemonConfig
+from ._server import CleverAgentsServer
+from ._transport import load_token, serve_stdio, serve_tcp
+
+
+def create_server(
+    state_dir: Path | None = None, model: object = None, automation_profile: str | None = None
+) -> CleverAgentsServer:
+    from ..workspace import ShellTool, builtin_tools
+
+    config = DaemonConfig(
+        state_dir=state_dir or default_state_dir(), model=model,
+        automation_profile=automation_profile,
+    )  # fmt: skip
+    shell = ShellTool()
+    server = CleverAgentsServer(config, builtin_tools(shell=shell))
+    server.on_shell_env = shell.set_pass_env
+    return server
+
+
+def serve(
+    state_dir: Path | None = None,
+    tcp: tuple[str, int] | None = None,
+    model: object = None,
+    automation_profile: str | None = None,
+    *,
+    token_file: Path | None = None,
+) -> int:
+    """Run the daemon until its client leaves; returns the process exit code (0 after
+    shutdown, 1 on exit without it, 143/129/130 on SIGTERM/SIGHUP/SIGINT)."""
+    from ..workspace.shell import protect_process
+
+    protect_process()  # the daemon's /proc entries (its environment) stay unreadable to tools
+    server = create_server(state_dir, model, automation_profile)
+    gc.freeze()  # the long-lived startup objects need never be scanned again
+    gc.enable()
+    COLLECTOR.install()  # and a long run's objects are frozen as they age (see _collector)
+    try:
+        if tcp is not None:
+            token = load_token(token_file, server.config.state_dir)
+            return asyncio.run(serve_tcp(server, *tcp, token))
+        return asyncio.run(serve_stdio(server))
+    except KeyboardInterrupt:  # SIGINT before the loop's own handler was installed
+        logging.getLogger(__name__).warning("interrupted")
+        return 130
