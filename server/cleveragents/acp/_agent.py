@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 import uuid
 from datetime import UTC, datetime
 from typing import Any
@@ -25,6 +24,7 @@ from ..protocol import ParamsError, wire
 from ..tool import CleverAgentsError, JsonRpcCode, ToolSpec
 from ..workspace import BUILTIN_PROFILES, DEFAULT_PROFILE
 from . import _mapping as mp
+from ._params import directory, invalid, mcp_entries
 from ._rpc import AcpDispatcher
 from ._session import Session, Turn
 from ._store import SessionStore, valid_session_id
@@ -38,71 +38,6 @@ RESOURCE_NOT_FOUND = -32002
 
 def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-
-
-def _fail(field: str, problem: str) -> RpcError:
-    return RpcError(JsonRpcCode.INVALID_PARAMS, f"{field}: {problem}")
-
-
-def _directory(value: Any, field: str) -> str:
-    if not isinstance(value, str) or not value:
-        raise _fail(field, "expected an absolute path")
-    if any(ord(c) < 32 for c in value) or not os.path.isabs(value):
-        raise _fail(field, "expected an absolute path without control characters")
-    if not os.path.isdir(value):
-        raise _fail(field, f"{value!r} is not a directory")
-    return os.path.realpath(value)
-
-
-def mcp_entries(raw: Any) -> list[wire.McpServerEntry]:
-    """ACP's ``mcpServers`` as the daemon's entries: stdio ``{name, command, args, env:
-    [{name, value}]}`` and ``{type: "http", name, url, headers: [{name, value}]}``."""
-    if raw is None:
-        return []
-    if not isinstance(raw, list):
-        raise _fail("params.mcpServers", "expected a list")
-    entries = []
-    for index, item in enumerate(raw):
-        where = f"params.mcpServers[{index}]"
-        if not isinstance(item, dict) or not isinstance(item.get("name"), str):
-            raise _fail(f"{where}.name", "expected a string")
-        kind = item.get("type", "stdio")
-        if kind == "stdio":
-            if not isinstance(item.get("command"), str):
-                raise _fail(f"{where}.command", "expected a string")
-            args = item.get("args") or []
-            if not isinstance(args, list) or not all(isinstance(a, str) for a in args):
-                raise _fail(f"{where}.args", "expected a list of strings")
-            entry = wire.McpServerEntry(
-                item["name"], command=item["command"], args=args,
-                env=_pairs(item.get("env"), f"{where}.env"),
-            )  # fmt: skip
-        elif kind == "http":
-            if not isinstance(item.get("url"), str):
-                raise _fail(f"{where}.url", "expected a string")
-            headers = _pairs(item.get("headers"), f"{where}.headers")
-            entry = wire.McpServerEntry(item["name"], url=item["url"], headers=headers)
-        else:
-            raise _fail(f"{where}.type", f"{kind!r} is not supported (stdio and http are)")
-        entries.append(entry)
-    return entries
-
-
-def _pairs(raw: Any, field: str) -> dict[str, str]:
-    if raw is None:
-        return {}
-    if not isinstance(raw, list):
-        raise _fail(field, "expected a list of {name, value}")
-    out = {}
-    for index, pair in enumerate(raw):
-        if not (
-            isinstance(pair, dict)
-            and isinstance(pair.get("name"), str)
-            and isinstance(pair.get("value"), str)
-        ):
-            raise _fail(f"{field}[{index}]", "expected {name, value} strings")
-        out[pair["name"]] = pair["value"]
-    return out
 
 
 class AcpAgent:
@@ -217,7 +152,7 @@ class AcpAgent:
     def _session(self, params: dict[str, Any]) -> Session:
         session_id = params.get("sessionId")
         if not isinstance(session_id, str):
-            raise _fail("params.sessionId", "expected a string")
+            raise invalid("params.sessionId", "expected a string")
         session = self.sessions.get(session_id)
         if session is None:
             raise RpcError(RESOURCE_NOT_FOUND, f"unknown session {session_id!r}")
@@ -250,12 +185,12 @@ class AcpAgent:
     # -- requests --------------------------------------------------------------------
 
     async def new_session(self, params: dict[str, Any]) -> Any:
-        cwd = _directory(params.get("cwd"), "params.cwd")
+        cwd = directory(params.get("cwd"), "params.cwd")
         extra_raw = params.get("additionalDirectories") or []
         if not isinstance(extra_raw, list):
-            raise _fail("params.additionalDirectories", "expected a list")
+            raise invalid("params.additionalDirectories", "expected a list")
         extra = [
-            _directory(d, f"params.additionalDirectories[{i}]") for i, d in enumerate(extra_raw)
+            directory(d, f"params.additionalDirectories[{i}]") for i, d in enumerate(extra_raw)
         ]
         meta = {
             "sessionId": uuid.uuid4().hex, "cwd": cwd, "additionalDirectories": extra,
@@ -270,7 +205,7 @@ class AcpAgent:
     async def _reopen(self, params: dict[str, Any]) -> Session:
         session_id = params.get("sessionId")
         if not isinstance(session_id, str) or not valid_session_id(session_id):
-            raise _fail("params.sessionId", "expected a session id")
+            raise invalid("params.sessionId", "expected a session id")
         if session_id in self.sessions:
             return self.sessions[session_id]
         meta = self.store.load(session_id)
@@ -311,16 +246,16 @@ class AcpAgent:
     def _set(self, session: Session, config_id: str, value: Any) -> None:
         if config_id == "mode":
             if value not in BUILTIN_PROFILES:
-                raise _fail("params.value", f"unknown mode {value!r}")
+                raise invalid("params.value", f"unknown mode {value!r}")
             session.meta["mode"] = value
             session.send({"sessionUpdate": "current_mode_update", "currentModeId": value},
                          log=False)  # fmt: skip
         elif config_id == "model":
             if value not in {v for v, _ in self._models(session)}:
-                raise _fail("params.value", f"unknown model {value!r}")
+                raise invalid("params.value", f"unknown model {value!r}")
             session.meta["model"] = value
         else:
-            raise _fail("params.configId", f"unknown config option {config_id!r}")
+            raise invalid("params.configId", f"unknown config option {config_id!r}")
         self.store.save(session.meta)
         state = self._state(session)
         session.send(
@@ -337,7 +272,7 @@ class AcpAgent:
         session = self._session(params)
         config_id = params.get("configId")
         if not isinstance(config_id, str):
-            raise _fail("params.configId", "expected a string")
+            raise invalid("params.configId", "expected a string")
         self._set(session, config_id, params.get("value"))
         return {"configOptions": self._state(session)["configOptions"]}
 
