@@ -9,6 +9,7 @@ one run of it. The JSON-RPC guard is the daemon's dispatcher, on lines instead o
 * ``_rpc``: lines, the dispatcher subclass, ``$/cancel_request``;
 * ``_transport``: stdio and the endings;
 * ``_agent``: the method table, sessions, settings, prompts;
+* ``_params``: directories and ``mcpServers`` read from params;
 * ``_session``: one session, its run events turned into ``session/update``, permissions;
 * ``_mapping``: titles, kinds, locations, content, prompt blocks, stop reasons (pure);
 * ``_store``: sessions on disk (``STATE_DIR/acp``).
@@ -23,7 +24,7 @@ import contextlib
 import gc
 import json
 import logging
-from pathlib import Path
+import pathlib
 
 from ._agent import AcpAgent
 
@@ -31,7 +32,9 @@ __all__ = ["AcpAgent", "create_agent", "serve"]
 
 
 def create_agent(
-    state_dir: Path | None = None, model: object = None, automation_profile: str | None = None
+    state_dir: pathlib.Path | None = None,
+    model: object = None,
+    automation_profile: str | None = None,
 ) -> AcpAgent:
     from ..daemon import DaemonConfig, default_state_dir
     from ..workspace import ShellTool, builtin_tools
@@ -48,7 +51,9 @@ def create_agent(
 
 
 def serve(
-    state_dir: Path | None = None, model: object = None, automation_profile: str | None = None
+    state_dir: pathlib.Path | None = None,
+    model: object = None,
+    automation_profile: str | None = None,
 ) -> int:
     """Serve ACP on stdio until the client leaves; returns the process exit code."""
     from ..workspace.shell import protect_process
