@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from cleveragents.protocol import METHODS, methods
 from cleveragents._codegen import wire_errors
+from cleveragents.protocol import METHODS, methods
 from cleveragents.protocol._typescript import render_typescript
 
 PACKAGE = Path(__file__).resolve().parents[2] / "client-protocol" / "typescript"
