@@ -1,0 +1,155 @@
+"""The ``cleveragents`` command line: its sub-commands, flags and help.
+
+Only ``argparse`` and the standard library are imported here, so building the parser
+costs nothing a command does not need (the profile table in ``run --help`` is read only
+when help is shown).
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+
+def _tcp(value: str) -> tuple[str, int]:
+    host, sep, port = value.rpartition(":")
+    if not sep or not port.isdigit():
+        raise argparse.ArgumentTypeError("expected HOST:PORT, for example 127.0.0.1:7000")
+    return host or "127.0.0.1", int(port)
+
+
+def _positive(value: str) -> int:
+    try:
+        number = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {value!r}") from None
+    if number < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {number}")
+    return number
+
+
+def _profiles_help() -> str:
+    from .workspace.profiles import BUILTIN_PROFILES, DEFAULT_PROFILE
+
+    lines = ["automation profiles (--profile; what each does with read / write / execute tools):"]
+    for name, profile in BUILTIN_PROFILES.items():
+        marks = f"{profile.read}/{profile.write}/{profile.execute}"
+        default = " (default)" if name == DEFAULT_PROFILE else ""
+        lines.append(f"  {name:<11} {marks:<18} {profile.description}{default}")
+    lines += [
+        "'ask' prompts on a terminal ([y]es / [n]o / [a]lways); --yes allows it unasked;",
+        "off a terminal without --yes it is refused.",
+    ]
+    return "\n".join(lines)
+
+
+class _Parser(argparse.ArgumentParser):
+    """Builds its epilog only when help is shown: the profile table imports the
+    workspace package (~90 ms), which ``serve`` must not pay before its own setup."""
+
+    def __init__(self, *args: Any, epilog_factory: Any = None, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.epilog_factory = epilog_factory
+
+    def format_help(self) -> str:
+        if self.epilog is None and self.epilog_factory is not None:
+            self.epilog = self.epilog_factory()
+        return super().format_help()
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The whole command line: one sub-parser per command."""
+    from . import __version__
+
+    parser = argparse.ArgumentParser(
+        prog="cleveragents",
+        description="A tool-calling runtime for LLM actors: run a prompt, run the demo, look "
+        "at past runs, or serve the daemon to an editor.",
+    )
+    parser.add_argument("--version", action="version", version=f"cleveragents {__version__}")
+    parser.set_defaults(print_help=parser.print_help)
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    _add_run(sub)
+    _add_demo(sub)
+    _add_runs(sub)
+    config = sub.add_parser("config", help="the effective settings and where each comes from")
+    config.add_argument("--json", action="store_true")
+    _add_serve(sub)
+    return parser
+
+
+def _add_run(sub: Any) -> None:
+    run = sub.add_parser(
+        "run", help="run a prompt on the workspace and show it live",
+        description="Run a prompt on a daemon spawned for the workspace, and show the run "
+        "as it happens.", epilog_factory=_profiles_help,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )  # fmt: skip
+    run.add_argument(
+        "words", nargs="*", metavar="[RUN_ID] PROMPT",
+        help="the prompt ('-', or none with a pipe on stdin: read stdin); with --continue, "
+        "an optional run id first",
+    )  # fmt: skip
+    run.add_argument(
+        "-m", "--model", metavar="SPEC",
+        help="a spec (openai:gpt-4o-mini, anthropic:MODEL, gemini:MODEL, scripted:FILE), "
+        "an inline JSON object ({\"provider\": \"openai\", \"model\": ..., "
+        "\"baseUrl\": ...}) or @FILE holding either; else $CLEVERAGENTS_MODEL, else config.toml",
+    )  # fmt: skip
+    run.add_argument("--system", metavar="TEXT", help="the system prompt")
+    run.add_argument(
+        "--workspace", type=Path, metavar="DIR",
+        help="the sandbox root (default: the current directory, unless it is / or your home)",
+    )  # fmt: skip
+    run.add_argument("--max-iterations", type=_positive, metavar="N", help="default 25")
+    run.add_argument("--profile", metavar="NAME", help="automation profile (listed below)")
+    run.add_argument("-y", "--yes", action="store_true", help="allow what the profile would ask")
+    run.add_argument("--json", action="store_true", help="print each notification as JSON")
+    run.add_argument("--state-dir", type=Path, metavar="DIR", help="where transcripts go")
+    run.add_argument(
+        "--continue", dest="continue_", action="store_true",
+        help="continue the latest run in this workspace, or RUN_ID",
+    )  # fmt: skip
+
+
+def _add_demo(sub: Any) -> None:
+    demo = sub.add_parser("demo", help="a scripted run on a sample project: no key, no network")
+    demo.add_argument("--workspace", type=Path, help="use this folder instead of a temp copy")
+    demo.add_argument("--state-dir", type=Path, metavar="DIR", help="where its transcript goes")
+    demo.add_argument(
+        "--protocol", choices=("lsp", "acp"), default="lsp",
+        help="lsp: our protocol (default); acp: play an editor speaking the Agent Client Protocol",
+    )  # fmt: skip
+
+
+def _add_runs(sub: Any) -> None:
+    runs = sub.add_parser("runs", help="list or show past runs")
+    runs.set_defaults(print_help=runs.print_help)
+    runs_sub = runs.add_subparsers(dest="runs_command", metavar="{list,show}")
+    listing = runs_sub.add_parser("list", help="the runs, newest first")
+    listing.add_argument("--limit", type=_positive, default=20, metavar="N", help="default 20")
+    listing.add_argument("--json", action="store_true", help="the RunSummary list as JSON")
+    listing.add_argument("--state-dir", type=Path, metavar="DIR")
+    show = runs_sub.add_parser("show", help="one run: status, content, tool calls")
+    show.add_argument("run_id", metavar="RUN_ID")
+    show.add_argument("--json", action="store_true", help="the RunResult as JSON")
+    show.add_argument("--state-dir", type=Path, metavar="DIR")
+
+
+def _add_serve(sub: Any) -> None:
+    serve = sub.add_parser("serve", help="run the daemon (JSON-RPC with LSP framing on stdio)")
+    serve.add_argument("--tcp", type=_tcp, metavar="HOST:PORT", help="listen on TCP instead")
+    serve.add_argument(
+        "--token-file", type=Path, metavar="PATH",
+        help="--tcp access token (created 0600 if missing; default $CLEVERAGENTS_TOKEN, "
+        "else STATE_DIR/tcp-token)",
+    )  # fmt: skip
+    serve.add_argument("--state-dir", type=Path, help="where transcripts go")
+    serve.add_argument("--model", help="default model spec, e.g. scripted:turns.json")
+    serve.add_argument("--profile", help="default automation profile (default: supervised)")
+    serve.add_argument("--log-level", default="WARNING", help="stderr log level")
+    serve.add_argument(
+        "--protocol", choices=("lsp", "acp"), default="lsp",
+        help="lsp: our protocol, LSP-framed (default); acp: the Agent Client Protocol",
+    )  # fmt: skip
