@@ -179,12 +179,24 @@ def render_typescript(errors: Sequence[type[CleverAgentsError]]) -> str:
             results[method.name] = renderer.type_expr(method.result)
     for cls in LIFECYCLE_TYPES:
         renderer.type_expr(cls)
+    return "\n".join([
+        HEADER,
+        f"/** The protocol version this file describes. */\n"
+        f"export const PROTOCOL_VERSION = {PROTOCOL_VERSION};\n",
+        *_declarations(renderer),
+        _method_names(),
+        *_method_unions(),
+        *_method_maps(params, results),
+        _error_codes(errors),
+    ])  # fmt: skip
 
-    out = [HEADER, f"/** The protocol version this file describes. */\n"
-                   f"export const PROTOCOL_VERSION = {PROTOCOL_VERSION};\n"]  # fmt: skip
 
-    for alias in sorted(renderer.used_aliases):
-        out.append(f"export type {alias} = {_literal_union(renderer.used_aliases[alias])};\n")
+def _declarations(renderer: _Renderer) -> list[str]:
+    """The literal aliases, then one interface per wire class, each with its roles."""
+    out = [
+        f"export type {alias} = {_literal_union(renderer.used_aliases[alias])};\n"
+        for alias in sorted(renderer.used_aliases)
+    ]
     roles: dict[type, list[str]] = {}
     for method in METHODS:
         roles.setdefault(method.params, []).append(f"Params of `{method.name}`.")
@@ -193,7 +205,10 @@ def render_typescript(errors: Sequence[type[CleverAgentsError]]) -> str:
     for name in sorted(renderer.classes):
         cls = renderer.classes[name]
         out.append(renderer.declaration(cls, roles.get(cls, [])))
+    return out
 
+
+def _method_names() -> str:
     names = _constant_names()
     lines = ["/** Every method name of the protocol (the names of the Python constants). */",
              "export const Methods = {"]  # fmt: skip
@@ -204,43 +219,51 @@ def render_typescript(errors: Sequence[type[CleverAgentsError]]) -> str:
     lines.append("} as const;\n")
     lines.append("/** Any method name of the protocol. */")
     lines.append("export type MethodName = (typeof Methods)[keyof typeof Methods];")
-    out.append("\n".join(lines) + "\n")
+    return "\n".join(lines) + "\n"
 
+
+def _method_unions() -> list[str]:
     def of(kind: str, direction: str) -> list[str]:
         return [m.name for m in METHODS if m.kind == kind and m.direction == direction]
 
-    out.append(_union_type("ClientRequestMethod", "Requests the client sends to the daemon.",
-                           of("request", "client->daemon")))  # fmt: skip
-    out.append(_union_type("DaemonRequestMethod", "Requests the daemon sends to the client.",
-                           of("request", "daemon->client")))  # fmt: skip
-    out.append(_union_type("ClientNotificationMethod",
-                           "Notifications the client sends to the daemon.",
-                           of("notification", "client->daemon")))  # fmt: skip
-    out.append(_union_type("DaemonNotificationMethod",
-                           "Notifications the daemon sends to the client.",
-                           of("notification", "daemon->client")))  # fmt: skip
-    out.append(_union_type(
-        "RunNotificationMethod", "The notifications of one run: each carries runId and seq.",
-        [m.name for m in METHODS if m.kind == "notification" and m.direction == "daemon->client"
-         and {"run_id", "seq"} <= {f.name for f in attrs.fields(m.params)}]))  # fmt: skip
+    return [
+        _union_type("ClientRequestMethod", "Requests the client sends to the daemon.",
+                    of("request", "client->daemon")),
+        _union_type("DaemonRequestMethod", "Requests the daemon sends to the client.",
+                    of("request", "daemon->client")),
+        _union_type("ClientNotificationMethod", "Notifications the client sends to the daemon.",
+                    of("notification", "client->daemon")),
+        _union_type("DaemonNotificationMethod", "Notifications the daemon sends to the client.",
+                    of("notification", "daemon->client")),
+        _union_type(
+            "RunNotificationMethod", "The notifications of one run: each carries runId and seq.",
+            [m.name for m in METHODS if m.kind == "notification"
+             and m.direction == "daemon->client"
+             and {"run_id", "seq"} <= {f.name for f in attrs.fields(m.params)}]),
+    ]  # fmt: skip
 
+
+def _method_maps(params: dict[str, str], results: dict[str, str]) -> list[str]:
     requests = [m for m in METHODS if m.kind == "request"]
     notifications = [m for m in METHODS if m.kind == "notification"]
-    out.append(_map("RequestParams", "The params of every request, by method name.",
-                    {m.name: params[m.name] for m in requests}))  # fmt: skip
-    out.append(_map("RequestResults", "The result of every request, by method name.",
-                    {m.name: results[m.name] for m in requests}))  # fmt: skip
-    out.append(_map("NotificationParams", "The params of every notification, by method name.",
-                    {m.name: params[m.name] for m in notifications}))  # fmt: skip
+    return [
+        _map("RequestParams", "The params of every request, by method name.",
+             {m.name: params[m.name] for m in requests}),
+        _map("RequestResults", "The result of every request, by method name.",
+             {m.name: results[m.name] for m in requests}),
+        _map("NotificationParams", "The params of every notification, by method name.",
+             {m.name: params[m.name] for m in notifications}),
+    ]  # fmt: skip
 
+
+def _error_codes(errors: Sequence[type[CleverAgentsError]]) -> str:
     codes = ["/** The daemon's own JSON-RPC error codes, one per error class. */",
              "export const ErrorCodes = {"]  # fmt: skip
     for cls in sorted(errors, key=lambda cls: -cls.code):
         codes.append(_doc_comment(cls.__doc__ or "", cls.__name__, "  ").rstrip("\n"))
         codes.append(f"  {cls.__name__}: {cls.code},")
     codes.append("} as const;")
-    out.append("\n".join(line for line in codes if line) + "\n")
-    return "\n".join(out)
+    return "\n".join(line for line in codes if line) + "\n"
 
 
 def _map(name: str, doc: str, entries: dict[str, str]) -> str:
