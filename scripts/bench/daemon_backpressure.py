@@ -1,4 +1,4 @@
-"""Memory under a client that never reads (issue 8: at most 64 MiB of growth in 60 s).
+"""Memory under a client that never reads (goal: at most 64 MiB of growth in 60 s).
 
 Starts the real daemon, starts a busy run (a scripted model that reads a 512 KiB file on
 every iteration, so each iteration sends about 1 MiB of notifications), and then never

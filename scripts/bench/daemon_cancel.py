@@ -1,4 +1,4 @@
-"""Cancel latency: from the client's cancel to the ``run/start`` reply (issue 3: < 200 ms).
+"""Cancel latency: from the client's cancel to the ``run/start`` reply (goal: < 200 ms).
 
 A run waits on a client tool that never answers; the client then cancels, by
 ``run/cancel`` or by ``$/cancelRequest`` for the ``run/start`` request, and times how

@@ -1,4 +1,4 @@
-"""The event-loop stall at the end of a 100,000-record run (issue 8: at most 50 ms).
+"""The event-loop stall at the end of a 100,000-record run (goal: at most 50 ms).
 
 One daemon, in process: the real server and dispatcher over a sink that keeps only the
 frames it needs. A scripted model asks for 1,000 calls of a no-op tool per iteration for

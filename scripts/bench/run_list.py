@@ -1,4 +1,4 @@
-"""``run/list`` over 10,000 transcripts (issue 8: at most 50 ms once the index is built).
+"""``run/list`` over 10,000 transcripts (goal: at most 50 ms once the index is built).
 
 Writes N finished transcripts into a scratch state dir, then times
 ``TranscriptStore.summaries()`` cold (first build), warm (from the index, the case every

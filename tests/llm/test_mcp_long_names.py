@@ -1,6 +1,6 @@
 """An MCP tool whose full name is past the providers' 64-character limit, through the
 OpenAI adapter against a loopback server: the model is offered a shortened name, calls
-it, and the call reaches the real MCP server under its exact name (issue 10 item 4)."""
+it, and the call reaches the real MCP server under its exact name."""
 
 from __future__ import annotations
 

@@ -13,7 +13,7 @@ pygls upgrade that changes it fails a test rather than the daemon):
 
 No private pygls name is touched: pygls's JSON-RPC loop is not used at all, because it
 drops malformed input, shares one id table between both directions, and lost its
-catch-all under our framing (issue 8).
+catch-all under our framing.
 """
 
 from __future__ import annotations
