@@ -383,6 +383,34 @@ async def test_cancel_during_a_tool_call_returns_the_records_so_far_and_stops_th
     assert result.iterations == 1
 
 
+@pytest.mark.parametrize("mode", MODES)
+def test_a_cancel_keeps_finished_records_in_the_model_order_whichever_call_hangs(
+    mode: str,
+) -> None:
+    # The first call runs in the driving task, the others in tasks of their own: a cancel
+    # must give each call one record, in the model's order, reported once.
+    token = CancelToken()
+    hanging = 0
+
+    async def hang(inputs: dict[str, Any]) -> Any:
+        nonlocal hanging
+        hanging += 1
+        if hanging == 2:  # both hang: the fast call has finished by now
+            token.cancel()
+        await asyncio.sleep(30)
+
+    sink = RecordingSink()
+    rt = runtime([calls(("hang", {}), ("fast", {}), ("hang", {})), {"content": "never"}],
+                 spec("hang", hang), spec("fast", aecho))  # fmt: skip
+    result = run(rt, mode, cancel=token, sink=sink)
+    assert result.cancelled
+    assert [(r.tool_name, r.success) for r in result.tool_call_history] == [
+        ("hang", False), ("fast", True), ("hang", False),
+    ]  # fmt: skip
+    reported = [record for kind, record in sink.events if kind == "tool_call"]
+    assert sorted(map(id, reported)) == sorted(map(id, result.tool_call_history))
+
+
 async def test_cancel_during_the_model_call_ends_the_run() -> None:
     token = CancelToken()
     entered = asyncio.Event()

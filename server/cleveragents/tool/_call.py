@@ -250,22 +250,20 @@ class CallCore:
         calls: Sequence[ToolCall],
         iteration: int,
         started: float,
-        tasks: Sequence[asyncio.Future[ToolCallRecord]] | None,
+        finished: Sequence[ToolCallRecord | None],
         on_record: OnRecord | None,
         first: int = 0,
     ) -> list[ToolCallRecord]:
-        """Finished calls keep their (already reported) records; the rest get a
-        cancelled record, reported now. ``first`` is the index of ``calls[0]`` in the
-        iteration (what ``on_record`` is told)."""
+        """Finished calls keep their (already reported) records; the rest (``None`` in
+        ``finished``) get a cancelled record, reported now. ``first`` is the index of
+        ``calls[0]`` in the iteration (what ``on_record`` is told)."""
         records = []
         for index, call in enumerate(calls):
-            task = tasks[index] if tasks is not None else None
-            if task is not None and task.done() and not task.cancelled():
-                records.append(task.result())
-                continue
-            record = self.cancelled(call, iteration, started)
-            if on_record is not None:
-                on_record(first + index, record)
+            record = finished[index]
+            if record is None:
+                record = self.cancelled(call, iteration, started)
+                if on_record is not None:
+                    on_record(first + index, record)
             records.append(record)
         return records
 

@@ -221,35 +221,39 @@ class ToolRunSession(SyncCalls):
     ) -> list[ToolCallRecord]:
         """Run one iteration's calls concurrently; records in the model's order.
 
+        The first call runs in the awaiting task and each other call in a task of its
+        own, started in the model's order: calls that suspend overlap, and calls that
+        finish without suspending cost no scheduling (no ``gather``, which adds a
+        callback per call; a finished task is awaited without a turn of the loop).
         ``on_record`` sees each record as soon as its call ends (completion order). If
         the awaiting task is cancelled, unfinished calls are cancelled too and
         ``ToolCallsInterrupted`` (a ``CancelledError``) carries every record: finished
         calls keep theirs, the others get a cancelled record.
         """
         started = _perf()
-        if len(calls) == 1:
-            try:
-                record = await self.arun_call(calls[0], iteration)
-            except asyncio.CancelledError:
-                raise ToolCallsInterrupted(
-                    self.cancelled_records(calls, iteration, started, None, on_record)
-                ) from None
+        tasks: list[asyncio.Task[ToolCallRecord]] = []
+        if len(calls) > 1:
+            create_task = asyncio.get_running_loop().create_task
+            if on_record is None:
+                tasks = [create_task(self.arun_call(call, iteration)) for call in calls[1:]]
+            else:
+                tasks = [
+                    create_task(self._reported(index, call, iteration, on_record))
+                    for index, call in enumerate(calls[1:], 1)
+                ]
+        records: list[ToolCallRecord] = []
+        try:
+            record = await self.arun_call(calls[0], iteration)
             if on_record is not None:
                 on_record(0, record)
-            return [record]
-        if on_record is None:
-            tasks = [asyncio.ensure_future(self.arun_call(call, iteration)) for call in calls]
-        else:
-            tasks = [
-                asyncio.ensure_future(self._reported(index, call, iteration, on_record))
-                for index, call in enumerate(calls)
-            ]
-        try:
-            return list(await asyncio.gather(*tasks))
+            records.append(record)
+            for task in tasks:
+                records.append(await task)
         except asyncio.CancelledError:
             raise ToolCallsInterrupted(
-                await self._interrupted(calls, iteration, started, tasks, on_record)
+                await self._interrupted(calls, iteration, started, records, tasks, on_record)
             ) from None
+        return records
 
     async def _reported(
         self, index: int, call: ToolCall, iteration: int, on_record: OnRecord
@@ -263,22 +267,30 @@ class ToolRunSession(SyncCalls):
         calls: Sequence[ToolCall],
         iteration: int,
         started: float,
-        tasks: Sequence[asyncio.Future[ToolCallRecord]],
+        records: list[ToolCallRecord],
+        tasks: Sequence[asyncio.Task[ToolCallRecord]],
         on_record: OnRecord | None,
     ) -> list[ToolCallRecord]:
+        """Cancel the unfinished calls (``tasks`` runs calls 1 onwards; ``records`` holds
+        the records already awaited, in order) and give every call its record."""
         for task in tasks:
             task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
-        records = []
+        if tasks:
+            await asyncio.gather(*tasks, return_exceptions=True)
+        finished: list[ToolCallRecord | None] = [*records] if records else [None]
+        for task in tasks[len(finished) - 1 :]:
+            finished.append(task.result() if task.done() and not task.cancelled() else None)
+        interrupted: list[ToolCallRecord] = []
         for index in range(0, len(calls), _REPORT_CHUNK):
             # Each cancelled record is reported (a notification, a transcript line): for
             # an iteration of thousands of calls, yield to the loop in between.
+            if index:
+                await asyncio.sleep(0)
             end = index + _REPORT_CHUNK
-            records += self.cancelled_records(
-                calls[index:end], iteration, started, tasks[index:end], on_record, index
+            interrupted += self.cancelled_records(
+                calls[index:end], iteration, started, finished[index:end], on_record, index
             )
-            await asyncio.sleep(0)
-        return records
+        return interrupted
 
     async def aclose(self) -> None:
         """Deactivate every activated tool, whatever happened (logged, never raised)."""
