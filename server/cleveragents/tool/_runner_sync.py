@@ -40,29 +40,49 @@ class SyncCalls(CallCore):
         ``None``, running nothing, when one of its calls is async."""
         if self.async_policy:
             return None
-        if len(calls) == 1:  # the common case, without the bookkeeping below
+        get = self.registry.get
+        if len(calls) == 1:  # the common case: one lookup, no bookkeeping
             call = calls[0]
             started = _perf()
-            spec = self.registry.get(call.name)
+            spec = get(call.name)
             if spec is None:
                 record = self.unknown(call, iteration, started)
-            elif not spec.inline:
-                return self._run_pooled(calls, iteration, on_record)
-            else:
+            elif spec.inline:
                 if self.observe is not None:
                     self.observe("discover", spec.name, call.id)
-                record = self._run_here(spec, call, iteration, started, self.loop.run)
+                record = self._run_here(spec, call, iteration, started)
+            else:
+                return None if spec.is_async else self._run_pooled(calls, iteration, on_record)
             if on_record is not None:
                 on_record(0, record)
             return [record]
-        return self._run_pooled(calls, iteration, on_record)
+        for call in calls:
+            spec = get(call.name)
+            if spec is not None and not spec.inline:
+                return None if spec.is_async else self._run_pooled(calls, iteration, on_record)
+        records = []
+        for index, call in enumerate(calls):
+            # Discovered again as the call starts: an earlier call may change the registry.
+            record = self._run_inline(get(call.name), call, iteration)
+            if on_record is not None:
+                on_record(index, record)
+            records.append(record)
+        return records
+
+    def _run_inline(self, spec: ToolSpec | None, call: ToolCall, iteration: int) -> ToolCallRecord:
+        """A call that runs here and now: an inline handler, or an unknown tool."""
+        started = _perf()
+        if spec is None:
+            return self.unknown(call, iteration, started)
+        if self.observe is not None:
+            self.observe("discover", spec.name, call.id)
+        return self._run_here(spec, call, iteration, started)
 
     def _run_pooled(
         self, calls: Sequence[ToolCall], iteration: int, on_record: OnRecord | None
-    ) -> list[ToolCallRecord] | None:
-        get = self.registry.get
-        if any(spec is not None and spec.is_async for spec in map(get, (c.name for c in calls))):
-            return None
+    ) -> list[ToolCallRecord]:
+        """Blocking calls in the pool, inline ones here, then wait for the pool (no call
+        of the iteration is async: ``run_sync`` checked)."""
         records: list[ToolCallRecord | None] = [None] * len(calls)
 
         def done(index: int, record: ToolCallRecord) -> None:
@@ -77,7 +97,7 @@ class SyncCalls(CallCore):
             if spec is None:
                 done(index, self.unknown(call, iteration, started))
             elif spec.inline:
-                done(index, self._run_here(spec, call, iteration, started, self.loop.run))
+                done(index, self._run_here(spec, call, iteration, started))
             else:
                 timeout = self.timeout(spec)
                 deadline = started + timeout if timeout is not None else float("inf")
@@ -95,25 +115,25 @@ class SyncCalls(CallCore):
         call: ToolCall,
         iteration: int,
         started: float,
-        resolve: Callable[[Awaitable[Any]], Any],
+        resolve: Callable[[Awaitable[Any]], Any] | None = None,
     ) -> ToolCallRecord:
         """Stages 2-3 of a sync call in this thread (the driver's, or a worker's); a rare
         awaitable (an async hook, a sync handler that returns a coroutine) goes to
-        ``resolve``."""
+        ``resolve`` (a worker's own loop), by default the run's loop."""
         try:
             if spec.on_activate is not None and spec.name not in self.activated:
-                self._activate(spec, resolve)
+                self._activate(spec, resolve or self.loop.run)
             inputs = self.inputs(spec, call)
             if self.policy is not None:
                 pending = self.authorize(spec, call, iteration, inputs)
                 if pending is not None:
-                    self.refuse(resolve(pending))
+                    self.refuse((resolve or self.loop.run)(pending))
             if spec.takes_context:
                 output = spec.handler(inputs, self.call_context(spec, call, iteration))  # type: ignore[call-arg]
             else:
                 output = spec.handler(inputs)  # type: ignore[call-arg]
             if hasattr(output, "__await__"):
-                output = resolve(output)
+                output = (resolve or self.loop.run)(output)
             return self.finish(spec, call, iteration, started, output)
         except Exception as exc:  # noqa: BLE001 - the tool-failure boundary: failures become records
             return self.failure(spec, call, iteration, started, exc)
