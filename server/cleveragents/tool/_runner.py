@@ -23,8 +23,9 @@ import concurrent.futures
 import contextvars
 import functools
 import time
-from collections.abc import Awaitable, Sequence
-from typing import Any
+import types
+from collections.abc import Awaitable, Coroutine, Generator, Sequence
+from typing import Any, TypeVar
 
 from ._call import (
     CANCELLED_ERROR,
@@ -61,6 +62,8 @@ __all__ = [
 ]
 
 _perf = time.perf_counter
+
+T = TypeVar("T")
 
 _REPORT_CHUNK = 256
 """Cancelled records reported between two yields to the event loop."""
@@ -142,34 +145,41 @@ class ToolRunSession(SyncCalls):
 
     # -- async driver --------------------------------------------------------------------
 
-    async def arun_call(self, call: ToolCall, iteration: int) -> ToolCallRecord:
-        """All four stages for one call, on the event loop (blocking work in a thread)."""
+    async def arun_call(
+        self, call: ToolCall, iteration: int, index: int = 0, on_record: OnRecord | None = None
+    ) -> ToolCallRecord:
+        """All four stages for one call, on the event loop (blocking work in a thread);
+        the record goes to ``on_record`` (as the call's ``index``) as soon as it is made."""
         started = _perf()
         spec = self.discover(call)
         if spec is None:
-            return self.unknown(call, iteration, started)
-        try:
-            if spec.on_activate is not None and spec.name not in self.activated:
-                await self._aactivate(spec)
-            inputs = self.inputs(spec, call)
-            if self.policy is not None:
-                pending = self.authorize(spec, call, iteration, inputs)
-                if pending is not None:
-                    self.refuse(await pending)
-            if spec.inline or (
-                spec.is_async and spec.timeout_s is None and self.default_timeout_s is None
-            ):  # no timer, no thread: call it here
-                if spec.takes_context:
-                    output = spec.handler(inputs, self.call_context(spec, call, iteration))  # type: ignore[call-arg]
-                else:
-                    output = spec.handler(inputs)  # type: ignore[call-arg]
-                if hasattr(output, "__await__"):
-                    output = await output
-            else:  # a timer, a worker thread, or both
-                output = await self._ainvoke(spec, call, iteration, inputs)
-            return self.finish(spec, call, iteration, started, output)
-        except Exception as exc:  # noqa: BLE001 - the tool-failure boundary: failures become records
-            return self.failure(spec, call, iteration, started, exc)
+            record = self.unknown(call, iteration, started)
+        else:
+            try:
+                if spec.on_activate is not None and spec.name not in self.activated:
+                    await self._aactivate(spec)
+                inputs = self.inputs(spec, call)
+                if self.policy is not None:
+                    pending = self.authorize(spec, call, iteration, inputs)
+                    if pending is not None:
+                        self.refuse(await pending)
+                if spec.inline or (
+                    spec.is_async and spec.timeout_s is None and self.default_timeout_s is None
+                ):  # no timer, no thread: call it here
+                    if spec.takes_context:
+                        output = spec.handler(inputs, self.call_context(spec, call, iteration))  # type: ignore[call-arg]
+                    else:
+                        output = spec.handler(inputs)  # type: ignore[call-arg]
+                    if hasattr(output, "__await__"):
+                        output = await output
+                else:  # a timer, a worker thread, or both
+                    output = await self._ainvoke(spec, call, iteration, inputs)
+                record = self.finish(spec, call, iteration, started, output)
+            except Exception as exc:  # noqa: BLE001 - the tool-failure boundary: failures become records
+                record = self.failure(spec, call, iteration, started, exc)
+        if on_record is not None:
+            on_record(index, record)
+        return record
 
     async def _ainvoke(
         self, spec: ToolSpec, call: ToolCall, iteration: int, inputs: dict[str, JSONValue]
@@ -221,46 +231,48 @@ class ToolRunSession(SyncCalls):
     ) -> list[ToolCallRecord]:
         """Run one iteration's calls concurrently; records in the model's order.
 
-        The first call runs in the awaiting task and each other call in a task of its
-        own, started in the model's order: calls that suspend overlap, and calls that
-        finish without suspending cost no scheduling (no ``gather``, which adds a
-        callback per call; a finished task is awaited without a turn of the loop).
-        ``on_record`` sees each record as soon as its call ends (completion order). If
-        the awaiting task is cancelled, unfinished calls are cancelled too and
-        ``ToolCallsInterrupted`` (a ``CancelledError``) carries every record: finished
-        calls keep theirs, the others get a cancelled record.
+        Calls start in the model's order, here, each in a copy of the context as a task
+        would be: a call that ends without suspending costs no task and no turn of the
+        loop. At the first call that suspends, the calls after it start in tasks of
+        their own, and that call goes on in this task, where it started (so a timeout
+        or cancel scope it entered stays in its task). ``on_record`` sees each record
+        as soon as its call ends (completion order). If the awaiting task is cancelled,
+        unfinished calls are cancelled too and ``ToolCallsInterrupted`` (a
+        ``CancelledError``) carries every record: finished calls keep theirs, the
+        others get a cancelled record.
         """
         started = _perf()
-        tasks: list[asyncio.Task[ToolCallRecord]] = []
-        if len(calls) > 1:
-            create_task = asyncio.get_running_loop().create_task
-            if on_record is None:
-                tasks = [create_task(self.arun_call(call, iteration)) for call in calls[1:]]
-            else:
-                tasks = [
-                    create_task(self._reported(index, call, iteration, on_record))
-                    for index, call in enumerate(calls[1:], 1)
-                ]
         records: list[ToolCallRecord] = []
+        tasks: list[asyncio.Task[ToolCallRecord]] = []
+        first_task = len(calls)  # the index of the call tasks[0] runs
         try:
-            record = await self.arun_call(calls[0], iteration)
-            if on_record is not None:
-                on_record(0, record)
-            records.append(record)
-            for task in tasks:
-                records.append(await task)
+            if len(calls) == 1:
+                records.append(await self.arun_call(calls[0], iteration, 0, on_record))
+                return records
+            for index, call in enumerate(calls):
+                coro = self.arun_call(call, iteration, index, on_record)
+                context = contextvars.copy_context()
+                try:
+                    suspended_on = context.run(coro.send, None)
+                except StopIteration as done:
+                    records.append(done.value)
+                    continue
+                first_task = index + 1
+                create_task = asyncio.get_running_loop().create_task
+                tasks = [
+                    create_task(self.arun_call(later, iteration, number, on_record))
+                    for number, later in enumerate(calls[first_task:], first_task)
+                ]
+                records.append(await _resume(coro, suspended_on, context))
+                for task in tasks:
+                    records.append(await task)
+                break
         except asyncio.CancelledError:
-            raise ToolCallsInterrupted(
-                await self._interrupted(calls, iteration, started, records, tasks, on_record)
-            ) from None
+            interrupted = await self._interrupted(
+                calls, iteration, started, records, first_task, tasks, on_record
+            )
+            raise ToolCallsInterrupted(interrupted) from None
         return records
-
-    async def _reported(
-        self, index: int, call: ToolCall, iteration: int, on_record: OnRecord
-    ) -> ToolCallRecord:
-        record = await self.arun_call(call, iteration)
-        on_record(index, record)
-        return record
 
     async def _interrupted(
         self,
@@ -268,17 +280,21 @@ class ToolRunSession(SyncCalls):
         iteration: int,
         started: float,
         records: list[ToolCallRecord],
+        first_task: int,
         tasks: Sequence[asyncio.Task[ToolCallRecord]],
         on_record: OnRecord | None,
     ) -> list[ToolCallRecord]:
-        """Cancel the unfinished calls (``tasks`` runs calls 1 onwards; ``records`` holds
-        the records already awaited, in order) and give every call its record."""
+        """Cancel the unfinished calls and give every call its record. ``records`` holds
+        the records awaited so far (in order); ``tasks`` run the calls from
+        ``first_task`` on; a call between them was running in the awaiting task, and
+        calls after it without a task had not started."""
         for task in tasks:
             task.cancel()
         if tasks:
             await asyncio.gather(*tasks, return_exceptions=True)
-        finished: list[ToolCallRecord | None] = [*records] if records else [None]
-        for task in tasks[len(finished) - 1 :]:
+        finished: list[ToolCallRecord | None] = [*records]
+        finished += [None] * (first_task - len(finished))
+        for task in tasks[len(finished) - first_task :]:
             finished.append(task.result() if task.done() and not task.cancelled() else None)
         interrupted: list[ToolCallRecord] = []
         for index in range(0, len(calls), _REPORT_CHUNK):
@@ -350,3 +366,29 @@ class ToolRunSession(SyncCalls):
                     self.teardown_failed(spec)
         finally:
             self.loop.close()
+
+
+@types.coroutine
+def _resume(
+    coro: Coroutine[Any, Any, T], suspended_on: object, context: contextvars.Context
+) -> Generator[Any, Any, T]:
+    """Await the rest of ``coro``, which was stepped by hand and suspended on
+    ``suspended_on``: what ``await coro`` would have done from there (PEP 380), in the
+    call's ``context``."""
+    run = context.run
+    while True:
+        try:
+            sent = yield suspended_on
+        except GeneratorExit:
+            coro.close()
+            raise
+        except BaseException as exc:  # noqa: BLE001 - handed to the coroutine, as await does
+            try:
+                suspended_on = run(coro.throw, exc)
+            except StopIteration as done:
+                return done.value  # type: ignore[no-any-return]
+        else:
+            try:
+                suspended_on = run(coro.send, sent)
+            except StopIteration as done:
+                return done.value  # type: ignore[no-any-return]
