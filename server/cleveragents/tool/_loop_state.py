@@ -43,11 +43,16 @@ class Router(Protocol):
     def decode_name(self, encoded: str, /) -> str: ...
 
 
+def _ignore_delta(text: str) -> None:
+    """The model's streamed text, when no sink reads it."""
+
+
 class LoopState:
     """The sans-IO core of one run: conversation, counters, records; no calls out."""
 
     __slots__ = (
         "_decode",
+        "_delta",
         "_flushed",
         "_iteration_started",
         "_provider_tools",
@@ -94,6 +99,7 @@ class LoopState:
         self.cancel = cancel
         self.sink = sink
         self.emit = sink is not NULL_SINK  # skip building events nobody reads
+        self._delta: Callable[[str], None] = self._on_delta if self.emit else _ignore_delta
         self._ready: list[ToolCallRecord | None] = []
         self._flushed = 0
         self.session = session
@@ -125,13 +131,12 @@ class LoopState:
             if self._router is not None:
                 self._provider_tools = self._router.tools(schemas)
         return LLMRequest(
-            self.messages, schemas, iteration, self.context, self.cancel, self._on_delta,
+            self.messages, schemas, iteration, self.context, self.cancel, self._delta,
             self._provider_tools,
         )  # fmt: skip
 
     def _on_delta(self, text: str) -> None:
-        if self.emit:
-            self.sink.on_message_delta(self.iteration, text)
+        self.sink.on_message_delta(self.iteration, text)
 
     def take_response(self, response: object) -> list[ToolCall]:
         if response.__class__ is not LLMResponse and not isinstance(response, LLMResponse):

@@ -25,6 +25,8 @@ class ToolRegistry:
         self._allow = frozenset(allow) if allow is not None else None
         self._own_version = 0
         self._schema_cache: tuple[tuple[int, ...], tuple[ToolSchema, ...]] | None = None
+        """The schemas and the version they were built at; a root registry drops it on
+        every change, so the loop's check each iteration is one attribute read."""
 
     @property
     def version(self) -> tuple[int, ...]:
@@ -40,6 +42,7 @@ class ToolRegistry:
             raise DuplicateToolError(f"tool {spec.name!r} is already registered")
         self._specs[spec.name] = spec
         self._own_version += 1
+        self._schema_cache = None
 
     def unregister(self, name: str) -> ToolSpec:
         try:
@@ -47,6 +50,7 @@ class ToolRegistry:
         except KeyError:
             raise ToolNotFoundError(f"tool {name!r} is not registered") from None
         self._own_version += 1
+        self._schema_cache = None
         return spec
 
     def get(self, name: str) -> ToolSpec | None:
@@ -97,8 +101,10 @@ class ToolRegistry:
 
     def schemas(self) -> tuple[ToolSchema, ...]:
         """The model-facing schemas, rebuilt only when the registry changed."""
-        version = (self._own_version,) if self._parent is None else self.version
         cache = self._schema_cache
+        if cache is not None and self._parent is None:
+            return cache[1]
+        version = (self._own_version,) if self._parent is None else self.version
         if cache is None or cache[0] != version:
             cache = (version, tuple(spec.schema for spec in self.specs()))
             self._schema_cache = cache
