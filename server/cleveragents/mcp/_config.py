@@ -18,8 +18,11 @@ from urllib.parse import urlsplit
 
 import attrs
 
+from cleveragents.tool import ToolKind
+
 ProtocolVersion = Literal["2025-11-25", "2026-07-28"]
-Trust = Literal["read", "write", "execute"]
+Trust = ToolKind
+"""The kind a server's tools are trusted as: the core's read / write / execute."""
 Transport = Literal["stdio", "http"]
 
 SERVER_NAME_PATTERN = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
