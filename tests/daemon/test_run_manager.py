@@ -13,6 +13,7 @@ import pytest
 
 from cleveragents.daemon import DaemonConfig, RunManager, RunStateError
 from cleveragents.daemon._start import REMEMBERED_MESSAGES
+from cleveragents.llm import parse_model_spec
 from cleveragents.protocol import wire
 from cleveragents.tool import Message
 from cleveragents.transcripts import TranscriptStore
@@ -94,3 +95,24 @@ def test_remembered_conversations_stay_within_a_budget_of_messages(tmp_path: Pat
     assert sum(len(m) for m in conversations.messages.values()) <= REMEMBERED_MESSAGES
     assert "r11" in conversations.messages  # the newest are kept, the oldest go
     assert "r0" not in conversations.messages
+
+
+async def test_http_models_are_reused_across_runs_and_closed_when_the_client_goes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One SDK caller per model spec serves every run (one connection pool), and the
+    daemon closes it when its client leaves instead of leaving sockets to the GC."""
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    manager = RunManager(FakePeer(), DaemonConfig(state_dir=tmp_path))
+    spec = parse_model_spec({"provider": "openai", "model": "m", "baseUrl": "http://127.0.0.1:9"})
+    first = manager.starter._model(spec)
+    assert manager.starter._model(spec) is first
+    closed: list[object] = []
+
+    async def aclose() -> None:
+        closed.append(first)
+
+    monkeypatch.setattr(first, "aclose", aclose)
+    await manager.starter.close_models()
+    assert closed == [first]
+    assert manager.starter._model(spec) is not first  # a later run opens a new one

@@ -302,6 +302,7 @@ class Session:
         self.cancel("session/close")
         await self.manager.cancel_all(timeout=2.0, reason="session/close")
         await self.manager.mcp.close()
+        await self.manager.starter.close_models()
         self.store.close(self.id)
 
 

@@ -212,10 +212,13 @@ class CleverAgentsServer:
         # shutdown reply.
         await self.manager.cancel_all(timeout=2.0)
         await self.manager.mcp.close()
+        await self.manager.starter.close_models()
 
     async def close(self) -> None:
-        """The client is gone: stop what the daemon started for it (its MCP servers)."""
+        """The client is gone: stop what the daemon started for it (its MCP servers, the
+        model clients' connections)."""
         await self.manager.mcp.close()
+        await self.manager.starter.close_models()
 
     def daemon_capabilities(self) -> wire.DaemonCapabilities:
         return wire.DaemonCapabilities(

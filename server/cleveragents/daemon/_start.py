@@ -207,6 +207,15 @@ class Starter:
             caller = self._models[key] = create_caller(spec)
         return caller
 
+    async def close_models(self) -> None:
+        """Close the reused HTTP callers' SDK clients (their connection pools); a later
+        run opens new ones."""
+        models, self._models = list(self._models.values()), {}
+        for caller in models:
+            aclose = getattr(caller, "aclose", None)
+            if aclose is not None:
+                await aclose()
+
     def _history(self, continue_from: str | None) -> list[Message] | None:
         """The conversation ``continueFrom`` names: from memory when this daemon ran it,
         else rebuilt from its transcript (a run of an earlier daemon, or of another one).
