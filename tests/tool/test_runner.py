@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 from typing import Any
 
 import pytest
@@ -15,6 +16,7 @@ from cleveragents.tool import (
     ToolCall,
     ToolRegistry,
     ToolRunner,
+    output_text,
 )
 
 MODES = ["sync", "async"]
@@ -179,3 +181,26 @@ def test_unparseable_arguments_from_a_provider_fail_the_call() -> None:
     record = ToolRunner(registry).run(ToolCall("c", "t", {}, parse_error="Expecting value"))
     assert not record.success
     assert record.error == "ValueError: arguments for t are not valid JSON: Expecting value"
+
+
+OUTPUTS = [
+    {"a": 1, "b": [1.5, float("nan"), float("inf"), -float("inf")], "c": None, "d": 'é"\n'},
+    [1, 2, {"x": object()}],
+    {1: 2, 2.5: 3, False: 4, None: 5},
+    12, 1.0, None, True, [],
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("output", OUTPUTS)
+def test_output_text_is_the_json_encoders_text(output: Any) -> None:
+    # Outputs are serialised by the C encoder built once; the text must be what the
+    # standard encoder with the same settings gives.
+    reference = json.JSONEncoder(ensure_ascii=False, default=str).encode(output)
+    assert output_text(output) == reference
+
+
+def test_output_text_names_a_cycle() -> None:
+    cycle: dict[str, Any] = {}
+    cycle["self"] = cycle
+    with pytest.raises(ValueError, match="Circular reference"):
+        output_text(cycle)

@@ -79,12 +79,29 @@ def error_code(exc: BaseException) -> int:
 
 
 _encode_json = json.JSONEncoder(ensure_ascii=False, default=str).encode
+"""How an output is serialised: UTF-8 text as is, anything not JSON as its ``str``."""
+
+_encode_fast: Callable[[object, int], Any] | None
+try:
+    from _json import encode_basestring, make_encoder
+except ImportError:  # no C accelerator (not CPython): the encoder above alone
+    _encode_fast = None
+else:
+    # The C encoder ``_encode_json`` builds on every call (with its Python frames), built
+    # once with the same settings. No cycle check (it would need a dict per call): a cycle
+    # overflows the recursion limit, and ``_encode_json`` then says what it is.
+    _encode_fast = make_encoder(None, str, encode_basestring, None, ": ", ", ", False, False, True)
 
 
 def output_text(output: JSONValue) -> str:
     """A tool output as the model reads it: strings as is, other JSON serialised."""
     if isinstance(output, str):
         return output
+    if _encode_fast is not None:
+        try:
+            return "".join(_encode_fast(output, 0))
+        except RecursionError:  # a cycle, or nesting too deep: the checking encoder's error
+            pass
     return _encode_json(output)
 
 
