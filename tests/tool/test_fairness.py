@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import time
 
 from toolkit import calls, runtime, spec
 
@@ -41,3 +42,39 @@ async def test_two_instant_runs_interleave_instead_of_running_one_after_the_othe
         await asyncio.gather(a.arun_tool_loop("go"), b.arun_tool_loop("go"))
     first_b = order.index("b")
     assert first_b < 3000  # b started before a finished
+
+
+async def test_a_wide_iteration_of_instant_calls_gives_the_loop_turns() -> None:
+    """A model may ask for thousands of calls at once; calls that never suspend run one
+    after the other in the run's task, and must not hold the loop for all of them."""
+    turns = 0
+    seen_by_last = -1
+    n = 2_000
+
+    async def probe() -> None:
+        nonlocal turns
+        while True:
+            await asyncio.sleep(0)
+            turns += 1
+
+    def tool(inputs: dict[str, int]) -> int:
+        nonlocal seen_by_last
+        busy_until = time.perf_counter() + 10e-6  # each call does a little work
+        while time.perf_counter() < busy_until:
+            pass
+        if inputs["i"] == n - 1:
+            seen_by_last = turns
+        return inputs["i"]
+
+    wide = calls(*[("t", {"i": i}) for i in range(n)])
+    rt = runtime([wide, {"content": "done"}], spec("t", tool, blocking=False))
+    prober = asyncio.create_task(probe())
+    await asyncio.sleep(0)
+    turns = 0
+    try:
+        async with asyncio.timeout(30):
+            result = await rt.arun_tool_loop("go")
+    finally:
+        prober.cancel()
+    assert [r.output for r in result.tool_call_history] == list(range(n))
+    assert seen_by_last > 0  # the probe ran while the iteration's calls were running

@@ -52,7 +52,6 @@ class LoopState:
 
     __slots__ = (
         "_decode",
-        "_delta",
         "_flushed",
         "_iteration_started",
         "_provider_tools",
@@ -99,7 +98,6 @@ class LoopState:
         self.cancel = cancel
         self.sink = sink
         self.emit = sink is not NULL_SINK  # skip building events nobody reads
-        self._delta: Callable[[str], None] = self._on_delta if self.emit else _ignore_delta
         self._ready: list[ToolCallRecord | None] = []
         self._flushed = 0
         self.session = session
@@ -130,9 +128,12 @@ class LoopState:
             self._schemas = schemas
             if self._router is not None:
                 self._provider_tools = self._router.tools(schemas)
+        # The bound method is made per request, not kept on self: kept, it would make the
+        # state a reference cycle, and a finished run's whole history would wait for a
+        # full garbage collection instead of being freed when the run lets go of it.
         return LLMRequest(
-            self.messages, schemas, iteration, self.context, self.cancel, self._delta,
-            self._provider_tools,
+            self.messages, schemas, iteration, self.context, self.cancel,
+            self._on_delta if self.emit else _ignore_delta, self._provider_tools,
         )  # fmt: skip
 
     def _on_delta(self, text: str) -> None:

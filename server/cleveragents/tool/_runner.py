@@ -63,6 +63,12 @@ __all__ = [
 
 _perf = time.perf_counter
 
+YIELD_EVERY_S = 0.002
+"""The async drivers give the event loop a turn at least this often. A model and tools
+that answer without suspending (the scripted model, inline tools) would otherwise hold
+the loop for a whole run, or an iteration of a thousand calls: no cancel could land,
+no request be answered, and other runs would wait."""
+
 T = TypeVar("T")
 
 _REPORT_CHUNK = 256
@@ -249,7 +255,11 @@ class ToolRunSession(SyncCalls):
             if len(calls) == 1:
                 records.append(await self.arun_call(calls[0], iteration, 0, on_record))
                 return records
+            last_turn = started
             for index, call in enumerate(calls):
+                if _perf() - last_turn >= YIELD_EVERY_S:
+                    await asyncio.sleep(0)  # a cancel may land here: the rest get none
+                    last_turn = _perf()
                 coro = self.arun_call(call, iteration, index, on_record)
                 context = contextvars.copy_context()
                 try:

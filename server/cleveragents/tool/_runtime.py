@@ -22,7 +22,7 @@ from ._events import EventSink
 from ._loop_state import NULL_SINK, LoopState, Router
 from ._registry import ToolRegistry
 from ._runloop import worker_pool
-from ._runner import ToolRunner
+from ._runner import YIELD_EVERY_S, ToolRunner
 from ._spec import is_async_callable
 from ._types import (
     LLMCaller,
@@ -35,11 +35,6 @@ from ._types import (
 )
 
 DEFAULT_MAX_ITERATIONS = 25
-
-YIELD_EVERY_S = 0.002
-"""The async driver gives the event loop a turn at least this often. A model and tools
-that answer without suspending (the scripted model, inline tools) would otherwise hold
-the loop for a whole run: no cancel could land and other runs would wait."""
 
 _perf = time.perf_counter
 
@@ -242,6 +237,10 @@ class ToolCallingRuntime:
         )  # fmt: skip
 
 
+def _nothing() -> None:
+    return None
+
+
 class _Interrupter:
     """Turns the run's cancel (from any thread) into a cancel of the driving task, but
     only while ``armed``: at the awaits of the model and the tools, never in the sink."""
@@ -273,5 +272,10 @@ class _Interrupter:
             task.uncancel()
 
     def close(self) -> None:
+        """Stop listening, and let go of the task: the remover holds this guard (through
+        its callback), so a guard kept would keep the task and its result alive until a
+        full garbage collection."""
         self.armed = False
         self._remove()
+        self._remove = _nothing
+        self._task = None
