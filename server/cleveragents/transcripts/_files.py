@@ -51,6 +51,8 @@ def _no_constants(name: str) -> Any:
 
 _decode = json.JSONDecoder(parse_constant=_no_constants).decode
 
+_METHOD_TEXT: dict[str, str] = {}
+
 
 def parse_line(raw: bytes) -> dict[str, Any] | None:
     """One transcript line as an event, or None for anything unreadable (not UTF-8, not
@@ -96,7 +98,10 @@ class Transcript:
         still reads as live elsewhere, and ``error`` says what went wrong."""
         if self._fd is None or self.error is not None:
             return
-        line = f'{{"method":{json.dumps(method)},"params":{params_text}}}\n'
+        method_text = _METHOD_TEXT.get(method)
+        if method_text is None:  # a handful of methods: each one's JSON text made once
+            method_text = _METHOD_TEXT.setdefault(method, json.dumps(method))
+        line = f'{{"method":{method_text},"params":{params_text}}}\n'
         # A lone surrogate cannot be UTF-8; as a \\uXXXX escape it is still the same JSON.
         data = memoryview(line.encode("utf-8", "backslashreplace"))
         try:
