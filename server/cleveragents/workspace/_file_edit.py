@@ -2,13 +2,14 @@
 
 The result's size is computed before it is built (``docs/security.md`` §2.3), so an edit
 repeated, or one ``replace_all`` over many hits, cannot grow a file past the write cap.
-:func:`edit_args`, :func:`check_edit_size` and :func:`apply_edit` are also the editor
-backend's (:mod:`~cleveragents.workspace.file_backend`).
+:func:`edit_args`, :func:`read_edit_text`, :func:`check_edit_size` and :func:`apply_edit`
+are also the editor backend's (:mod:`~cleveragents.workspace.file_backend`).
 """
 
 from __future__ import annotations
 
 import os
+from typing import BinaryIO
 
 from cleveragents.tool import JSONValue, ToolAnnotations, ToolSpec
 
@@ -26,10 +27,7 @@ def file_edit(inputs: dict[str, JSONValue], limits: WorkspaceLimits) -> dict[str
     shown = show(user_path)
     fd, info = open_regular(root, real, os.O_RDWR, shown)
     with os.fdopen(fd, "r+b") as handle:
-        if info.st_nlink > 1:
-            raise SandboxViolationError(hard_link_message(shown, info.st_nlink))
-        check_edit_size(shown, info.st_size, limits)
-        text = decode_text(handle.read(), shown)
+        text = read_edit_text(handle, info, shown, limits)
         updated, replacements = apply_edit(
             text, info.st_size, old, new, replace_all=replace_all, shown=shown, limits=limits
         )
@@ -37,6 +35,17 @@ def file_edit(inputs: dict[str, JSONValue], limits: WorkspaceLimits) -> dict[str
         handle.truncate(0)
         handle.write(updated.encode("utf-8"))
     return {"path": str(real), "replacements": replacements}
+
+
+def read_edit_text(
+    handle: BinaryIO, info: os.stat_result, shown: str, limits: WorkspaceLimits
+) -> str:
+    """The text of a file about to be edited, from its open ``handle``: refused when it
+    has other hard links (an edit would reach a file outside the root) or is too big."""
+    if info.st_nlink > 1:
+        raise SandboxViolationError(hard_link_message(shown, info.st_nlink))
+    check_edit_size(shown, info.st_size, limits)
+    return decode_text(handle.read(), shown)
 
 
 def edit_args(inputs: dict[str, JSONValue]) -> tuple[str, str, str, bool]:

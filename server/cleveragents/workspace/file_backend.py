@@ -27,8 +27,7 @@ import attrs
 from cleveragents.tool import JSONValue, ToolSpec
 
 from ._errors import SandboxViolationError, WorkspaceToolError, show
-from ._file_common import decode_text
-from ._file_edit import apply_edit, check_edit_size, edit_args
+from ._file_edit import apply_edit, check_edit_size, edit_args, read_edit_text
 from ._file_read import read_args, read_window
 from ._file_write import write_args
 from ._limits import WorkspaceLimits
@@ -141,10 +140,7 @@ def _editor(backend: FileBackend, limits: WorkspaceLimits) -> Handler:
             if backend.read_text is None:
                 fd, info = open_regular(root, real, os.O_RDONLY, shown)
                 with os.fdopen(fd, "rb") as handle:
-                    if info.st_nlink > 1:
-                        raise SandboxViolationError(hard_link_message(shown, info.st_nlink))
-                    check_edit_size(shown, info.st_size, limits)
-                    text = decode_text(handle.read(), shown)
+                    text = read_edit_text(handle, info, shown, limits)
             else:
                 _existing(root, real, shown, for_write=True)
             return real, shown, old, new, replace_all, text
