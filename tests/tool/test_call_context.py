@@ -9,7 +9,7 @@ import threading
 from typing import Any
 
 import pytest
-from toolkit import calls, runtime, spec
+from toolkit import calls, cancel_once_started, runtime, spec
 
 from cleveragents.tool import (
     CancelToken,
@@ -134,12 +134,7 @@ def test_a_sync_handler_watching_its_cancel_token_stops_when_the_run_is_cancelle
 
     rt = runtime([calls(("watch", {})), {"content": "never"}], spec("watch", watch))
 
-    def cancel_once_started() -> None:
-        started.wait(5)
-        token.cancel()
-
-    canceller = threading.Thread(target=cancel_once_started)
-    canceller.start()
+    canceller = cancel_once_started(started, token)
     try:
         result = run(rt, mode, cancel=token)
     finally:

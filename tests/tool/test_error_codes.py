@@ -8,7 +8,7 @@ import threading
 from typing import Any
 
 import pytest
-from toolkit import RecordingSink, calls, runtime, spec
+from toolkit import RecordingSink, calls, cancel_once_started, runtime, spec
 
 from cleveragents.tool import (
     CancelToken,
@@ -163,12 +163,7 @@ def test_a_call_cut_short_by_a_cancel_has_the_cancelled_code(mode: str) -> None:
 
     rt = runtime([calls(("hang", {})), {"content": "never"}], spec("hang", hang))
 
-    def cancel_once_started() -> None:
-        started.wait(5)
-        token.cancel()
-
-    canceller = threading.Thread(target=cancel_once_started)
-    canceller.start()
+    canceller = cancel_once_started(started, token)
     try:
         result = run(rt, mode, cancel=token, sink=Release(release))
     finally:

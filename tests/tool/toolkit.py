@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 from cleveragents.llm.scripted import ScriptedModel
 from cleveragents.tool import (
+    CancelToken,
     IterationSummary,
     ToolCall,
     ToolCallingRuntime,
@@ -70,3 +72,16 @@ class RecordingSink:
 
     def kinds(self) -> list[str]:
         return [kind for kind, _ in self.events]
+
+
+def cancel_once_started(started: threading.Event, token: CancelToken) -> threading.Thread:
+    """A started thread that cancels ``token`` as soon as ``started`` is set (a handler
+    sets it): the cancel lands while the call is running. Join it when done."""
+
+    def cancel() -> None:
+        started.wait(5)
+        token.cancel()
+
+    canceller = threading.Thread(target=cancel)
+    canceller.start()
+    return canceller
