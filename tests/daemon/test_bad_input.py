@@ -157,3 +157,21 @@ async def test_initialize_with_options_of_the_wrong_type_names_the_field(
         assert reply["error"]["message"].startswith(field + ":")
     finally:
         await raw.kill()
+
+
+@pytest.mark.parametrize("depth", [25, 150, 300])
+async def test_a_schema_nested_too_deeply_to_compile_is_invalid_params(
+    daemon: RawDaemon, depth: int
+) -> None:
+    """A validator is Python code with a block per level, and Python caps how deeply
+    blocks nest: such a schema is refused by name, and the daemon goes on."""
+    schema: dict[str, object] = {"type": "string"}
+    for _ in range(depth):
+        schema = {"type": "array", "items": schema}
+    tool = {"name": "deep/tool", "description": "Deep.", "inputSchema": schema}
+    reply = await daemon.call(31, "tools/register", {"tools": [tool]})
+    assert reply["error"]["code"] == -32602
+    assert "nested too deeply" in reply["error"]["message"]
+    assert "deep/tool" in reply["error"]["message"]
+    listed = await daemon.call(32, "tools/list", {})
+    assert "deep/tool" not in {t["name"] for t in listed["result"]["tools"]}

@@ -106,7 +106,17 @@ def compile_schema(schema: Mapping[str, JSONValue]) -> Validator:
     """Compile a JSON Schema once; identical schemas share one validator.
 
     ``SchemaDefinitionError`` (a ``ValueError``) names the keyword of a schema that is
-    not valid JSON Schema."""
+    not valid JSON Schema, or one nested too deeply to compile: a validator is Python
+    code, one block per level, and Python caps how deeply blocks nest."""
+    try:
+        return _compile(schema)
+    except (RecursionError, SyntaxError) as exc:  # IndentationError is a SyntaxError
+        raise SchemaDefinitionError(
+            "", f"is nested too deeply to compile ({type(exc).__name__})"
+        ) from None
+
+
+def _compile(schema: Mapping[str, JSONValue]) -> Validator:
     key = json.dumps(schema, sort_keys=True, separators=(",", ":"))
     with _validator_lock:
         validator = _validator_cache.get(key)
