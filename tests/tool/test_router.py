@@ -21,9 +21,11 @@ from cleveragents.tool import (
     ToolCall,
     ToolCallRouter,
     ToolSchema,
+    ToolSpec,
     Usage,
 )
 from cleveragents.tool._codec import ProviderMessages  # the router's own return type
+from cleveragents.tool._codec_gemini import MAX_SCHEMA_DEPTH, MAX_SCHEMA_NODES
 
 SAFE = re.compile(r"[a-zA-Z0-9_-]{1,64}")
 NAME_CHARS = "ABCXYZabcxyz0189_.:/-"
@@ -277,6 +279,48 @@ def test_gemini_schemas_cut_recursive_and_unresolvable_refs() -> None:
             "elsewhere": {"description": "Far."},
         },
     }
+
+
+def _size(node: object) -> int:
+    if isinstance(node, dict):
+        return 1 + sum(_size(v) for v in node.values())
+    if isinstance(node, list):
+        return sum(_size(v) for v in node)
+    return 0
+
+
+def _depth(node: object) -> int:
+    if isinstance(node, dict):
+        return 1 + max((_depth(v) for v in node.values()), default=0)
+    if isinstance(node, list):
+        return max((_depth(v) for v in node), default=0)
+    return 0
+
+
+def test_gemini_schemas_stay_bounded_however_the_refs_multiply() -> None:
+    """Two references to a definition that holds two references, forty deep, would
+    inline to 2**40 objects: a client or an MCP server may send such a schema."""
+    defs = {
+        f"d{i}": {"type": "object", "properties": {
+            "a": {"$ref": f"#/$defs/d{i + 1}"}, "b": {"$ref": f"#/$defs/d{i + 1}"}}}
+        for i in range(40)
+    }  # fmt: skip
+    defs["d40"] = {"type": "string"}
+    cleaned = gemini_parameters({"$ref": "#/$defs/d0", "$defs": defs})
+    assert cleaned["type"] == "object"
+    assert 1_000 < _size(cleaned) <= MAX_SCHEMA_NODES + 1
+
+
+def test_gemini_schemas_stay_bounded_in_depth() -> None:
+    """A chain of 500 references compiles (a validator calls one function per
+    reference), but inlined it would be 500 levels deep."""
+    chain = {f"d{i}": {"type": "array", "items": {"$ref": f"#/$defs/d{i + 1}"}} for i in range(500)}
+    chain["d500"] = {"type": "string"}
+    schema = {"$ref": "#/$defs/d0", "$defs": chain}
+    ToolSpec("t/chain", "Chain.", schema, lambda inputs: None)  # a schema a tool may have
+    cleaned = gemini_parameters(schema)
+    assert cleaned["type"] == "array"
+    assert _depth(cleaned) <= MAX_SCHEMA_DEPTH + 2
 
 
 def test_gemini_schemas_drop_null_branches_and_collapse_single_unions() -> None:

@@ -134,32 +134,46 @@ def gemini_schema(schema: JSONObject) -> JSONObject:
     - every other ``$`` keyword (``$defs``, ``$schema``, ``$id``, ...) and
       ``definitions``, ``additionalProperties`` and ``format`` are dropped;
     - a ``null`` branch of ``anyOf``/``oneOf`` and ``"null"`` in a ``type`` list are
-      dropped; a union left with one branch becomes that branch.
+      dropped; a union left with one branch becomes that branch;
+    - the result is bounded: past ``MAX_SCHEMA_NODES`` objects or ``MAX_SCHEMA_DEPTH``
+      levels, a subschema becomes ``{}``. Inlining can grow a schema exponentially
+      (two references to a definition that holds two references, and so on), and a
+      schema may come from a client or an MCP server. Loosening is safe: the tool's own
+      schema still checks the arguments.
     """
-    cleaned = _clean(schema, schema, ())
+    cleaned = _clean(schema, schema, (), [MAX_SCHEMA_NODES])
     return cleaned if isinstance(cleaned, dict) else {}
 
 
-def _clean(node: Any, root: Mapping[str, Any], active: tuple[str, ...]) -> Any:
+MAX_SCHEMA_NODES = 10_000
+MAX_SCHEMA_DEPTH = 64
+
+
+def _clean(node: Any, root: Mapping[str, Any], active: tuple[str, ...], budget: list[int]) -> Any:
+    """``budget[0]`` is how many more objects the whole result may hold."""
     if not isinstance(node, Mapping):
         return node
+    budget[0] -= 1
+    if budget[0] < 0 or len(active) > MAX_SCHEMA_DEPTH:
+        return {}
     ref = node.get("$ref")
     if isinstance(ref, str):
         beside = {k: v for k, v in node.items() if k != "$ref"}
         target = _resolve(root, ref) if ref not in active else None
         if target is None:
-            return _clean(beside, root, active)
-        return _clean({**target, **beside}, root, (*active, ref))
+            return _clean(beside, root, active, budget)
+        return _clean({**target, **beside}, root, (*active, ref), budget)
+    active = (*active, "")  # one level deeper
     out: JSONObject = {}
     for key, value in node.items():
         if key.startswith("$") or key in _DROPPED_KEYWORDS or key in _UNIONS:
             continue
         if key in _ONE_SUBSCHEMA and not isinstance(value, list):
-            out[key] = _clean(value, root, active)
+            out[key] = _clean(value, root, active, budget)
         elif key in (*_SUBSCHEMA_LISTS, *_ONE_SUBSCHEMA) and isinstance(value, list):
-            out[key] = _clean_each(value, root, active)
+            out[key] = _clean_each(value, root, active, budget)
         elif key in _SUBSCHEMA_MAPS and isinstance(value, Mapping):
-            out[key] = {str(k): _clean(v, root, active) for k, v in value.items()}
+            out[key] = {str(k): _clean(v, root, active, budget) for k, v in value.items()}
         elif key == "type" and isinstance(value, list):
             kinds = [kind for kind in value if kind != "null"]
             if kinds:
@@ -168,7 +182,7 @@ def _clean(node: Any, root: Mapping[str, Any], active: tuple[str, ...]) -> Any:
             out[key] = plain(value)
     for key in _UNIONS:
         if isinstance(node.get(key), list):
-            branches = [b for b in _clean_each(node[key], root, active) if b != _NULL]
+            branches = [b for b in _clean_each(node[key], root, active, budget) if b != _NULL]
             if len(branches) == 1 and isinstance(branches[0], dict):
                 out = {**branches[0], **out}  # the outer description wins
             elif branches:
@@ -176,8 +190,10 @@ def _clean(node: Any, root: Mapping[str, Any], active: tuple[str, ...]) -> Any:
     return out
 
 
-def _clean_each(values: list[Any], root: Mapping[str, Any], active: tuple[str, ...]) -> list[Any]:
-    return [_clean(v, root, active) for v in values]
+def _clean_each(
+    values: list[Any], root: Mapping[str, Any], active: tuple[str, ...], budget: list[int]
+) -> list[Any]:
+    return [_clean(v, root, active, budget) for v in values]
 
 
 def _resolve(root: Mapping[str, Any], ref: str) -> Mapping[str, Any] | None:
