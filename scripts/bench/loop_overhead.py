@@ -25,6 +25,7 @@ import argparse
 import asyncio
 import gc
 import json
+import os
 import statistics
 import time
 from collections.abc import Callable
@@ -237,7 +238,9 @@ def flatness(rounds: int) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--rounds", type=int, default=15)
+    # CLEVERAGENTS_BENCH_SMOKE=1 (tests/test_bench_smoke.py): one round, end to end, untimed.
+    smoke = os.environ.get("CLEVERAGENTS_BENCH_SMOKE") == "1"
+    parser.add_argument("--rounds", type=int, default=1 if smoke else 15)
     args = parser.parse_args()
     one = compare("200 iter x 1 call", 200, 1, args.rounds)
     eight = compare("50 iter x 8 calls", 50, 8, args.rounds)
