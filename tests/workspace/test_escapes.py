@@ -31,7 +31,15 @@ import pytest
 from workspace_kit import Caller, Sandbox, make_caller, shell_tool
 
 from cleveragents.tool import CleverAgentsError
-from cleveragents.workspace import PinnedRoot, SandboxViolationError, _walk, builtin_tools
+from cleveragents.workspace import (
+    PinnedRoot,
+    SandboxViolationError,
+    _file_edit,
+    _file_read,
+    _file_write,
+    _walk,
+    builtin_tools,
+)
 from cleveragents.workspace._errors import show
 
 READ, WRITE, EDIT = "builtin/file-read", "builtin/file-write", "builtin/file-edit"
@@ -433,3 +441,53 @@ def test_a_root_swapped_after_the_pin_check_is_walked_as_pinned(
     assert output_paths(output) == pinned  # the pinned directory's names, as they were
     undo_swap(sandbox.root, swapped[0])
     assert outside(sandbox) == before
+
+
+# ------------------------------------------------------------ swaps between resolution and open
+
+OPENS = [
+    pytest.param(READ, {}, id="read"),
+    pytest.param(WRITE, {"content": "mine\n"}, id="write"),
+    pytest.param(EDIT, {"old_text": "sub", "new_text": "mine"}, id="edit"),
+]
+
+
+@pytest.mark.parametrize("swapped_name", ["file.txt", "sub"], ids=["the-file", "a-parent"])
+@pytest.mark.parametrize(("tool", "args"), OPENS)
+def test_a_symlink_swapped_in_while_a_file_is_opened_is_a_sandbox_refusal(
+    tool: str,
+    args: dict[str, Any],
+    swapped_name: str,
+    call: Caller,
+    sandbox: Sandbox,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The race made deterministic: the path resolves inside the root, then the file (or
+    # a directory on its way) becomes a symlink to the canary before the tool opens it.
+    # The open refuses to follow it, and says so: a refusal naming the path as given
+    # (-32019), not a failure to open it (-32011, "cannot open path ...: None").
+    module = {READ: _file_read, WRITE: _file_write, EDIT: _file_edit}[tool]
+    resolve = module.resolve_path
+    moved: list[Path] = []
+    target = sandbox.root / "sub" / swapped_name if swapped_name == "file.txt" else None
+
+    def resolve_then_swap(*a: Any, **kw: Any) -> Any:
+        real = resolve(*a, **kw)
+        if not moved:
+            if target is not None:
+                moved.append(target.with_name("file.txt.moved"))
+                target.rename(moved[0])
+                target.symlink_to(sandbox.canary / "secret.txt")
+            else:
+                moved.append(swap_for_symlink(sandbox.root / "sub", sandbox.canary / "nested"))
+        return real
+
+    monkeypatch.setattr(module, "resolve_path", resolve_then_swap)
+    before = sandbox.snapshot()
+    with pytest.raises(CleverAgentsError) as raised:
+        call(tool, path="sub/file.txt", **args)
+    assert moved, "the tool never resolved its path"
+    assert raised.value.code == SandboxViolationError.code, raised.value.message
+    assert show("sub/file.txt") in raised.value.message
+    assert "CANARY" not in raised.value.message
+    assert sandbox.snapshot() == before

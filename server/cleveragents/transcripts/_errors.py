@@ -11,13 +11,10 @@ from __future__ import annotations
 from cleveragents.tool import CleverAgentsError
 
 
-class RunNotFoundError(CleverAgentsError, KeyError):
+class RunNotFoundError(CleverAgentsError):
     """No run with that id, live or in the state dir."""
 
     code = -32022
-
-    def __str__(self) -> str:  # KeyError would repr() the message
-        return self.message
 
 
 class RunStateError(CleverAgentsError):

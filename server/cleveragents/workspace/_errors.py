@@ -7,7 +7,9 @@
   file, an ambiguous edit, a timed-out command); it has the core's generic tool code.
 
 All stand on the core's tree (``cleveragents.tool.CleverAgentsError``), so their codes
-reach the wire and the records the same way as the core's own. :func:`show` quotes a
+reach the wire and the records the same way as the core's own. None is also a built-in
+error: a refusal is not an ``OSError`` (nor a ``PermissionError``), so the ``except
+OSError`` around an open cannot turn it into a failure to open. :func:`show` quotes a
 path or pattern in a message as the model gave it (``docs/security.md`` §2).
 """
 
@@ -20,13 +22,13 @@ from cleveragents.tool import CleverAgentsError, ToolError
 _SHOW_MAX = 120
 
 
-class SandboxViolationError(CleverAgentsError, PermissionError):
+class SandboxViolationError(CleverAgentsError):
     """A path outside the sandbox root (or a symlink, device or FIFO the tools refuse)."""
 
     code = -32019
 
 
-class ProfileError(CleverAgentsError, ValueError):
+class ProfileError(CleverAgentsError):
     """An unknown automation profile, or a custom profile that is malformed."""
 
     code = -32024
