@@ -6,7 +6,8 @@ import json
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
+
+from kit.models import script_file
 
 
 def cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
@@ -18,15 +19,9 @@ def cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedPr
     )  # fmt: skip
 
 
-def turns(tmp_path: Path, *items: dict[str, Any]) -> str:
-    path = tmp_path / "turns.json"
-    path.write_text(json.dumps(list(items)))
-    return f"scripted:{path}"
-
-
 def test_run_json_prints_each_notification_as_a_line_and_exits_0(tmp_path: Path) -> None:
-    model = turns(tmp_path, {"content": "hi", "toolCalls": [{"name": "builtin/file-list", "arguments": {}}]},
-                  {"content": "bye"})  # fmt: skip
+    model = script_file(tmp_path, {"content": "hi", "toolCalls": [{"name": "builtin/file-list", "arguments": {}}]},
+                        {"content": "bye"})  # fmt: skip
     out = cli("run", "go", "--json", "--model", model, "--workspace", str(tmp_path),
               "--state-dir", str(tmp_path / "state"))  # fmt: skip
     assert out.returncode == 0, out.stderr
@@ -40,7 +35,7 @@ def test_run_json_prints_each_notification_as_a_line_and_exits_0(tmp_path: Path)
 
 
 def test_run_at_the_limit_exits_1(tmp_path: Path) -> None:
-    model = turns(tmp_path, {"toolCalls": [{"name": "builtin/file-list", "arguments": {}}]})
+    model = script_file(tmp_path, {"toolCalls": [{"name": "builtin/file-list", "arguments": {}}]})
     out = cli("run", "go", "--model", model, "--max-iterations", "2", "--workspace", str(tmp_path),
               "--state-dir", str(tmp_path / "state"))  # fmt: skip
     assert out.returncode == 1
@@ -59,7 +54,7 @@ def test_bad_arguments_exit_2() -> None:
 
 
 def test_runs_show_reads_a_transcript(tmp_path: Path) -> None:
-    model = turns(tmp_path, {"content": "done"})
+    model = script_file(tmp_path, {"content": "done"})
     state = tmp_path / "state"
     assert (
         cli(

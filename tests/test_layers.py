@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+from kit.paths import ROOT
+
 PACKAGE = ROOT / "server" / "cleveragents"
 
 # Which sibling packages each layer may import.

@@ -1,4 +1,4 @@
-"""Fixtures: a workspace, a state dir, and a factory of real ACP agent subprocesses
+"""Fixtures: a workspace and a factory of real ACP agent subprocesses
 (each closed, and its process reaped, at the end of the test)."""
 
 from __future__ import annotations
@@ -8,7 +8,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from acp_kit import AcpClient, Spawn, serve_command
+
+from kit.acp import AcpClient, Spawn, serve_command
 
 
 @pytest.fixture
@@ -17,11 +18,6 @@ def workspace(tmp_path: Path) -> Path:
     (root / "src").mkdir(parents=True)
     (root / "src" / "greet.py").write_text('def greet():\n    return "hi"\n')
     return root.resolve()
-
-
-@pytest.fixture
-def state_dir(tmp_path: Path) -> Path:
-    return tmp_path / "state"
 
 
 @pytest.fixture

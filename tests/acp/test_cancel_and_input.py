@@ -8,9 +8,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from acp_kit import Spawn, call, scripted, tool_updates
-
 from cleveragents.tool import JsonRpcCode
+from kit.acp import Spawn, tool_updates
+from kit.models import call, scripted
 
 SLOW = scripted(
     {"content": "Running.", "toolCalls": [call("builtin/shell", command="sleep 20")]},

@@ -8,7 +8,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from acp_kit import AcpClient, Spawn, call, scripted, tool_updates
+from kit.acp import AcpClient, Spawn, tool_updates
+from kit.models import call, scripted
 
 ORIGINAL = 'def greet():\n    return "hi"\n'
 UNSAVED = 'def greet():\n    return "hi"  # unsaved\n\nprint(greet())\n'

@@ -11,9 +11,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
-from acp_kit import Spawn
 
 from cleveragents.llm.errors import ModelProviderError
+from kit.acp import Spawn
 
 
 class Refusing(BaseHTTPRequestHandler):

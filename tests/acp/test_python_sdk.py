@@ -10,7 +10,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from acp_kit import call, scripted
+
+from kit.models import call, scripted
 
 acp = pytest.importorskip("acp")
 schema = pytest.importorskip("acp.schema")

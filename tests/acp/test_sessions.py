@@ -7,12 +7,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from acp_kit import Spawn, call, scripted, tool_updates
-
 from cleveragents.acp._agent import RESOURCE_NOT_FOUND
 from cleveragents.tool import JsonRpcCode
-
-SDK_SERVER = Path(__file__).resolve().parents[1] / "mcp" / "servers" / "sdk_server.py"
+from kit.acp import Spawn, tool_updates
+from kit.models import call, scripted
+from kit.paths import SDK_SERVER
 
 WRITE = scripted(
     {"content": "Writing.", "toolCalls": [call("builtin/file-write", path="a.txt", content="A")]},

@@ -7,11 +7,11 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
-from acp_kit import Spawn, call, scripted, tool_updates
-
 from cleveragents.acp._agent import RESOURCE_NOT_FOUND
 from cleveragents.llm.errors import ModelConfigError
 from cleveragents.tool import JsonRpcCode
+from kit.acp import Spawn, tool_updates
+from kit.models import call, scripted
 
 READ_THEN_EDIT = scripted(
     {"content": "Reading.", "toolCalls": [call("builtin/file-read", path="src/greet.py")]},

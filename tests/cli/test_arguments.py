@@ -8,9 +8,10 @@ import json
 from pathlib import Path
 
 import pytest
-from clikit import cli, meta, runs, script
 
 from cleveragents import __version__
+from kit.cli import cli, meta, runs
+from kit.models import script_file
 
 FIELDS = ("maxIterations", "automationProfile", "params.", "initializationOptions", "run/start")
 
@@ -50,7 +51,7 @@ def test_run_help_lists_every_profile_and_what_it_asks(tmp_path: Path) -> None:
     ],
 )
 def test_usage_errors_name_the_flag_and_exit_2(tmp_path: Path, args: list[str], flag: str) -> None:
-    model = [] if "-m" in args else ["-m", script(tmp_path, {"content": "x"})]
+    model = [] if "-m" in args else ["-m", script_file(tmp_path, {"content": "x"})]
     out = cli(tmp_path, "run", *model, *args, "--state-dir", str(tmp_path / "s"), "go")
     assert out.returncode == 2, out.stderr
     assert flag in out.stderr
@@ -68,7 +69,7 @@ def test_without_a_model_the_error_says_how_to_set_one(tmp_path: Path) -> None:
 def test_home_and_root_are_refused_unless_named_by_workspace(tmp_path: Path) -> None:
     home = tmp_path / "home"
     home.mkdir()
-    model = script(tmp_path, {"content": "fine"})
+    model = script_file(tmp_path, {"content": "fine"})
     refused = cli(tmp_path, "run", "-m", model, "go", cwd=home, HOME=str(home))
     root = cli(tmp_path, "run", "-m", model, "go", cwd=Path("/"))
     named = cli(tmp_path, "run", "-m", model, "--workspace", str(home), "go",
@@ -81,7 +82,7 @@ def test_home_and_root_are_refused_unless_named_by_workspace(tmp_path: Path) -> 
 
 def test_the_prompt_comes_from_stdin_when_piped_or_dash(tmp_path: Path) -> None:
     state = tmp_path / "state"
-    model = script(tmp_path, {"content": "ok"})
+    model = script_file(tmp_path, {"content": "ok"})
     assert cli(tmp_path, "run", "-m", model, "--state-dir", str(state),
                input="from a pipe\n").returncode == 0  # fmt: skip
     assert cli(tmp_path, "run", "-m", model, "--state-dir", str(state), "-",
@@ -106,7 +107,7 @@ def test_the_model_may_be_inline_json_or_a_file_and_system_goes_with_it(tmp_path
 
 def test_off_a_terminal_a_refusal_names_yes_and_profile_and_yes_allows(tmp_path: Path) -> None:
     write = {"name": "builtin/file-write", "arguments": {"path": "out.txt", "content": "x"}}
-    model = script(tmp_path, {"toolCalls": [write]}, {"content": "done"})
+    model = script_file(tmp_path, {"toolCalls": [write]}, {"content": "done"})
     state = str(tmp_path / "state")
     refused = cli(tmp_path, "run", "-m", model, "--state-dir", state, "write")
     assert refused.returncode == 0
@@ -122,8 +123,8 @@ def test_off_a_terminal_a_refusal_names_yes_and_profile_and_yes_allows(tmp_path:
 
 
 def test_a_run_stopped_by_the_limit_says_so_and_exits_1(tmp_path: Path) -> None:
-    model = script(tmp_path, {"content": "still going",
-                              "toolCalls": [{"name": "builtin/file-list", "arguments": {}}]})  # fmt: skip
+    model = script_file(tmp_path, {"content": "still going",
+                                   "toolCalls": [{"name": "builtin/file-list", "arguments": {}}]})  # fmt: skip
     out = cli(tmp_path, "run", "-m", model, "--max-iterations", "2",
               "--state-dir", str(tmp_path / "s"), "go")  # fmt: skip
     assert out.returncode == 1

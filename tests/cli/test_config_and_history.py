@@ -8,9 +8,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from clikit import cli, meta, runs, script
-
 from cleveragents.transcripts import META, TranscriptStore
+from kit.cli import cli, meta, runs
+from kit.models import script_file
 
 
 def write_config(tmp_path: Path, text: str) -> None:
@@ -33,7 +33,7 @@ def test_flags_override_the_environment_which_overrides_the_config_file(tmp_path
     human = cli(tmp_path, "config").stdout
     assert f"profile      review  ({path})" in human
     # A run takes the file's model and state dir; --state-dir wins over both.
-    model = script(tmp_path, {"content": "configured"}, name="file.json")
+    model = script_file(tmp_path, {"content": "configured"}, name="file.json")
     write_config(tmp_path, f'model = "{model}"\nstate_dir = "{tmp_path / "from-file"}"\n')
     assert cli(tmp_path, "run", "go").returncode == 0
     assert cli(tmp_path, "run", "go", "--state-dir", str(tmp_path / "flag")).returncode == 0
@@ -49,9 +49,9 @@ def test_a_bad_config_file_is_a_usage_error_naming_it(tmp_path: Path) -> None:
 
 def test_runs_list_is_a_table_with_a_header_and_show_is_a_human_view(tmp_path: Path) -> None:
     state = str(tmp_path / "state")
-    model = script(tmp_path, {"content": "Listed.",
-                              "toolCalls": [{"name": "builtin/file-list", "arguments": {}}]},
-                   {"content": "All done."})  # fmt: skip
+    model = script_file(tmp_path, {"content": "Listed.",
+                                   "toolCalls": [{"name": "builtin/file-list", "arguments": {}}]},
+                        {"content": "All done."})  # fmt: skip
     for prompt in ("first prompt", "second prompt"):
         assert cli(tmp_path, "run", "-m", model, "--state-dir", state, prompt).returncode == 0
     listing = cli(tmp_path, "runs", "list", "--state-dir", state).stdout.splitlines()
@@ -73,7 +73,7 @@ def test_continue_picks_the_latest_run_of_this_workspace_or_the_one_named(
 ) -> None:
     state = str(tmp_path / "state")
     (tmp_path / "other").mkdir()
-    model = script(tmp_path, {"content": "ok"})
+    model = script_file(tmp_path, {"content": "ok"})
     assert cli(tmp_path, "run", "-m", model, "--state-dir", state, "one").returncode == 0
     [first] = runs(tmp_path / "state")
     other = cli(tmp_path, "run", "-m", model, "--state-dir", state, "elsewhere",

@@ -10,9 +10,9 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from clikit import COMMAND, clean_env, runs, script, shell
-
 from cleveragents.protocol import BY_NAME, structure, unstructure
+from kit.cli import COMMAND, clean_env, runs
+from kit.models import script_file, shell
 
 
 def parsed(stdout: str) -> list[dict[str, Any]]:
@@ -26,7 +26,7 @@ def parsed(stdout: str) -> list[dict[str, Any]]:
 
 
 def test_json_lines_are_protocol_notifications_ending_with_run_finished(tmp_path: Path) -> None:
-    model = script(tmp_path, {"content": "hi", "toolCalls": [
+    model = script_file(tmp_path, {"content": "hi", "toolCalls": [
         {"name": "builtin/file-list", "arguments": {}}]}, {"content": "bye"})  # fmt: skip
     out = subprocess.run(
         [*COMMAND, "run", "go", "--json", "-m", model, "--state-dir", str(tmp_path / "state")],
@@ -42,7 +42,7 @@ def test_json_lines_are_protocol_notifications_ending_with_run_finished(tmp_path
 
 
 def test_ctrl_c_still_ends_the_json_with_run_finished_and_exits_130(tmp_path: Path) -> None:
-    model = script(tmp_path, {"content": "waiting", "toolCalls": [shell("sleep 30")]})
+    model = script_file(tmp_path, {"content": "waiting", "toolCalls": [shell("sleep 30")]})
     process = subprocess.Popen(
         [*COMMAND, "run", "go", "--json", "--yes", "-m", model,
          "--state-dir", str(tmp_path / "state")],
@@ -71,7 +71,7 @@ def test_ctrl_c_still_ends_the_json_with_run_finished_and_exits_130(tmp_path: Pa
 
 
 def test_a_closed_pipe_cancels_the_run_quietly(tmp_path: Path) -> None:
-    model = script(tmp_path, {"content": "again " * 200, "toolCalls": [
+    model = script_file(tmp_path, {"content": "again " * 200, "toolCalls": [
         {"name": "builtin/file-list", "arguments": {}}]})  # fmt: skip
     process = subprocess.Popen(
         [*COMMAND, "run", "go", "-m", model, "--max-iterations", "10000",

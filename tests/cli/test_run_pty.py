@@ -13,7 +13,9 @@ from pathlib import Path
 
 import pexpect
 import pytest
-from clikit import clean_env, runs, script, shell
+
+from kit.cli import clean_env, runs
+from kit.models import script_file, shell
 
 WRITE = {"name": "builtin/file-write", "arguments": {"path": "note.txt", "content": "seen\n"}}
 
@@ -22,7 +24,7 @@ WRITE = {"name": "builtin/file-write", "arguments": {"path": "note.txt", "conten
 def test_live_view_approvals_and_ctrl_c_cancel_the_run_cleanly(tmp_path: Path) -> None:
     (tmp_path / "ws").mkdir()
     state, err = tmp_path / "state", tmp_path / "stderr.txt"
-    model = script(
+    model = script_file(
         tmp_path,
         {"content": "Writing a note.", "toolCalls": [WRITE]},
         {"content": "Checking the shell.", "toolCalls": [shell("true")]},
@@ -90,8 +92,8 @@ def _kill_matching(marker: str) -> None:
 def test_a_second_ctrl_c_quits_at_once_when_the_cancel_hangs(tmp_path: Path) -> None:
     (tmp_path / "ws").mkdir()
     slow = "sleep 31.25"  # a duration of its own, to find it afterwards
-    model = script(tmp_path, {"content": "Waiting.", "toolCalls": [shell(slow)]},
-                   {"content": "never reached"})  # fmt: skip
+    model = script_file(tmp_path, {"content": "Waiting.", "toolCalls": [shell(slow)]},
+                        {"content": "never reached"})  # fmt: skip
     command = (f"exec {sys.executable} -m cleveragents run -m {model} --yes "
                f"--state-dir {tmp_path / 'state'} 'wait' 2>{tmp_path / 'stderr.txt'}")  # fmt: skip
     child = pexpect.spawn("/bin/sh", ["-c", command], cwd=str(tmp_path / "ws"),

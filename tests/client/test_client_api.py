@@ -12,12 +12,9 @@ from typing import Any
 import pytest
 
 from cleveragents.client import Client, DaemonStartError
+from kit.models import scripted
 
 WRITE = {"name": "builtin/file-write", "arguments": {"path": "out.txt", "content": "x"}}
-
-
-def scripted(*turns: dict[str, Any]) -> dict[str, Any]:
-    return {"provider": "scripted", "script": list(turns)}
 
 
 async def test_cancelling_the_task_that_awaits_run_cancels_the_run_on_the_daemon(

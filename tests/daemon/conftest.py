@@ -8,8 +8,9 @@ from typing import Any
 
 import pytest
 import pytest_lsp
-from daemon_kit import SERVE, Session, attach, initialize_params, make_client
 from pytest_lsp import ClientServerConfig, LanguageClient
+
+from kit.lsp import SERVE, Session, attach, initialize_params, make_client
 
 
 @pytest.fixture
@@ -18,11 +19,6 @@ def workspace(tmp_path: Path) -> Path:
     root.mkdir()
     (root / "hello.txt").write_text("hello world\n")
     return root.resolve()
-
-
-@pytest.fixture
-def state_dir(tmp_path: Path) -> Path:
-    return tmp_path / "state"
 
 
 @pytest_lsp.fixture(config=ClientServerConfig(server_command=SERVE, client_factory=make_client))

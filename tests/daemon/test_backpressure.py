@@ -7,10 +7,10 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
-from inprocess_kit import Sink, body, in_process_daemon
-
 from cleveragents.daemon._permissions import PacedPolicy
 from cleveragents.tool import PermissionQuery, ToolActorContext, ToolSpec
+from kit.inprocess import Sink, in_process_daemon
+from kit.rawpeer import body
 
 
 class SlowReader(Sink):

@@ -7,7 +7,8 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
-from rawpeer import RawDaemon, body
+
+from kit.rawpeer import RawDaemon, body
 
 
 @pytest.fixture

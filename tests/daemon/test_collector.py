@@ -12,12 +12,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_run_manager import FakePeer
 
 from cleveragents.daemon import DaemonConfig, RunManager, _runs
 from cleveragents.daemon._collector import CollectorPolicy
 from cleveragents.protocol import wire
 from cleveragents.tool import ToolAnnotations, ToolSpec
+from kit.inprocess import FakePeer
 
 
 @pytest.fixture

@@ -16,11 +16,11 @@ from typing import Any
 import attrs
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from inprocess_kit import Sink, in_process_daemon
-from inprocess_kit import body as _body
 
 from cleveragents.daemon._dispatch import MAX_DEPTH, Dispatcher
 from cleveragents.protocol import BY_NAME, camel
+from kit.inprocess import Sink, in_process_daemon
+from kit.rawpeer import body as _body
 
 STANDARD_CODES = {-32700, -32600, -32601, -32602, -32603, -32800, -32002}
 DAEMON_CODES = set(range(-32029, -32009))

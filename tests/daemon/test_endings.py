@@ -7,17 +7,15 @@ import signal
 from pathlib import Path
 
 import pytest
-from rawpeer import RawDaemon
 
-HANG = {"provider": "scripted", "script": [
-    {"content": "waiting", "toolCalls": [{"name": "client/hang", "arguments": {}}]}]}  # fmt: skip
-TOOL = {"name": "client/hang", "description": "Never answers.", "inputSchema": {"type": "object"}}
+from kit.models import HANG, HANG_TOOL
+from kit.rawpeer import RawDaemon
 
 
 async def _mid_run(tmp_path: Path, run_id: str) -> RawDaemon:
     (tmp_path / "ws").mkdir(exist_ok=True)
     daemon = await RawDaemon.start(tmp_path / "ws", tmp_path / "state")
-    await daemon.call(2, "tools/register", {"tools": [TOOL]})
+    await daemon.call(2, "tools/register", {"tools": [HANG_TOOL]})
     daemon.send({"jsonrpc": "2.0", "id": 3, "method": "run/start",
                  "params": {"prompt": "go", "runId": run_id, "model": HANG}})  # fmt: skip
     while (await daemon.next()).get("method") != "tools/call":

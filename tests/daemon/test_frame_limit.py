@@ -14,11 +14,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from inprocess_kit import Sink, body, in_process_daemon
 
 from cleveragents.daemon import _outbound, _run
 from cleveragents.daemon._dispatch import Dispatcher
 from cleveragents.protocol import MAX_BODY
+from kit.inprocess import Sink, in_process_daemon
+from kit.rawpeer import body
 
 LIMIT = 256 * 1024
 OUTPUT = "x" * 20_000  # under the output cap; 20 of them are over LIMIT

@@ -6,7 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from rawpeer import RawDaemon
+
+from kit.rawpeer import RawDaemon
 
 BAD = {
     "negative length": b"Content-Length: -5\r\n\r\n",

@@ -6,11 +6,8 @@ import json
 import time
 from pathlib import Path
 
-from rawpeer import RawDaemon
-
-HANG = {"provider": "scripted", "script": [
-    {"content": "waiting", "toolCalls": [{"name": "client/hang", "arguments": {}}]}]}  # fmt: skip
-TOOL = {"name": "client/hang", "description": "Never answers.", "inputSchema": {"type": "object"}}
+from kit.models import HANG, HANG_TOOL
+from kit.rawpeer import RawDaemon
 
 
 async def test_closing_stdin_mid_run_ends_the_process_and_closes_the_transcript(
@@ -19,7 +16,7 @@ async def test_closing_stdin_mid_run_ends_the_process_and_closes_the_transcript(
     (tmp_path / "ws").mkdir()
     daemon = await RawDaemon.start(tmp_path / "ws", tmp_path / "state")
     try:
-        await daemon.call(2, "tools/register", {"tools": [TOOL]})
+        await daemon.call(2, "tools/register", {"tools": [HANG_TOOL]})
         daemon.send({"jsonrpc": "2.0", "id": 3, "method": "run/start",
                      "params": {"prompt": "go", "runId": "eof-run", "model": HANG}})  # fmt: skip
         while True:  # the daemon asks the client to run the tool; we never answer
@@ -108,7 +105,7 @@ async def test_shutdown_mid_run_answers_the_run_with_its_result_first(tmp_path: 
     (tmp_path / "ws").mkdir()
     daemon = await RawDaemon.start(tmp_path / "ws", tmp_path / "state")
     try:
-        await daemon.call(2, "tools/register", {"tools": [TOOL]})
+        await daemon.call(2, "tools/register", {"tools": [HANG_TOOL]})
         daemon.send({"jsonrpc": "2.0", "id": 3, "method": "run/start",
                      "params": {"prompt": "go", "runId": "sd", "model": HANG}})  # fmt: skip
         while (await daemon.next()).get("method") != "tools/call":

@@ -6,39 +6,20 @@ from __future__ import annotations
 import json
 import re
 import stat
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
-from rawpeer import RawDaemon
-from test_run_manager import FakePeer
 
 from cleveragents.daemon import DaemonConfig, RunManager
 from cleveragents.protocol import MAX_BODY, wire
 from cleveragents.tool import ToolError, ToolSpec
+from kit.inprocess import FakePeer
+from kit.models import client_tool
+from kit.rawpeer import LLM_CAPABILITIES, RawDaemon, serve
 
 OBJECT = {"type": "object"}
-LLM = {"experimental": {"cleveragents": {"llm": True}}}
 MiB = 1024 * 1024
-
-
-def _tool(name: str) -> dict[str, Any]:
-    return {"name": name, "description": "Answers from the test.", "inputSchema": OBJECT}
-
-
-async def _serve(
-    daemon: RawDaemon, msg_id: Any, answer: Callable[[str, dict[str, Any]], Any]
-) -> dict[str, Any]:
-    """Answer the daemon's requests with ``answer(method, params)`` until the reply to
-    ``msg_id`` comes; returns that reply."""
-    while True:
-        message = await daemon.next()
-        if "method" in message and "id" in message:
-            result = answer(message["method"], message["params"])
-            daemon.send({"jsonrpc": "2.0", "id": message["id"], "result": result})
-        elif "method" not in message and message.get("id") == msg_id:
-            return message
 
 
 def _notified(daemon: RawDaemon, method: str) -> list[dict[str, Any]]:
@@ -63,7 +44,7 @@ async def test_an_output_over_the_cap_is_cut_for_the_record_the_notifications_an
     workspace: Path, state_dir: Path
 ) -> None:
     daemon = await RawDaemon.start(
-        workspace, state_dir, capabilities=LLM, options={"maxToolOutputBytes": CAP}
+        workspace, state_dir, capabilities=LLM_CAPABILITIES, options={"maxToolOutputBytes": CAP}
     )
     generate: list[dict[str, Any]] = []
 
@@ -78,10 +59,10 @@ async def test_an_output_over_the_cap_is_cut_for_the_record_the_notifications_an
         return {"content": "calling", "toolCalls": calls}
 
     try:
-        await daemon.call(2, "tools/register", {"tools": [_tool(name) for name in OUTPUTS]})
+        await daemon.call(2, "tools/register", {"tools": [client_tool(name) for name in OUTPUTS]})
         daemon.send({"jsonrpc": "2.0", "id": 3, "method": "run/start",
                      "params": {"prompt": "go", "runId": "cap", "model": "client"}})  # fmt: skip
-        result = (await _serve(daemon, 3, answer))["result"]
+        result = (await serve(daemon, 3, answer))["result"]
     finally:
         await daemon.kill()
     assert result["status"] == "completed"
@@ -116,10 +97,10 @@ async def test_the_default_cap_is_one_mebibyte(workspace: Path, state_dir: Path)
         {"content": "b"}]}  # fmt: skip
     daemon = await RawDaemon.start(workspace, state_dir)
     try:
-        await daemon.call(2, "tools/register", {"tools": [_tool(name) for name in sizes]})
+        await daemon.call(2, "tools/register", {"tools": [client_tool(name) for name in sizes]})
         daemon.send({"jsonrpc": "2.0", "id": 3, "method": "run/start",
                      "params": {"prompt": "go", "runId": "default", "model": model}})  # fmt: skip
-        reply = await _serve(daemon, 3, lambda _m, p: {"output": "a" * sizes[p["name"]]})
+        reply = await serve(daemon, 3, lambda _m, p: {"output": "a" * sizes[p["name"]]})
     finally:
         await daemon.kill()
     records = {r["toolName"]: r["output"] for r in reply["result"]["toolCallHistory"]}

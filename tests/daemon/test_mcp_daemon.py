@@ -7,20 +7,19 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
-from pathlib import Path
 from typing import Any
 
 import pytest
-from daemon_kit import Session, call, script
 from pygls.exceptions import JsonRpcException
 
 from cleveragents.protocol import methods as m
-
-SDK_SERVER = str(Path(__file__).resolve().parents[1] / "mcp" / "servers" / "sdk_server.py")
+from kit.lsp import Session
+from kit.models import call, scripted
+from kit.paths import SDK_SERVER
 
 
 def stdio(name: str, *args: str, **extra: Any) -> dict[str, Any]:
-    return {"name": name, "command": sys.executable, "args": [SDK_SERVER, *args], **extra}
+    return {"name": name, "command": sys.executable, "args": [str(SDK_SERVER), *args], **extra}
 
 
 async def _servers(session: Session, **params: Any) -> dict[str, dict[str, Any]]:
@@ -49,10 +48,10 @@ async def test_an_mcp_tool_runs_beside_a_builtin_and_a_client_tool(session: Sess
     await session.request(m.TOOLS_REGISTER, {"tools": [
         {"name": "client/echo", "description": "Echo.", "inputSchema": {"type": "object"},
          "annotations": {"readOnly": True}}]})  # fmt: skip
-    model = script({"toolCalls": [call("builtin/file-read", path="hello.txt"),
-                                  call("client/echo", text="hi"),
-                                  call("mcp:calc/add", a=2, b=3)]},
-                   {"content": "done"})  # fmt: skip
+    model = scripted({"toolCalls": [call("builtin/file-read", path="hello.txt"),
+                                    call("client/echo", text="hi"),
+                                    call("mcp:calc/add", a=2, b=3)]},
+                     {"content": "done"})  # fmt: skip
     result = await session.request(m.RUN_START, {"prompt": "go", "runId": "mix", "model": model})
     assert result["status"] == "completed"
     read, echo, add = result["toolCallHistory"]
@@ -78,7 +77,7 @@ async def test_a_server_that_fails_to_start_is_reported_and_the_daemon_serves_on
               "args": ["-c", "import sys; sys.stderr.write('cannot start: no config\\n'); "
                              "sys.exit(3)"]}  # fmt: skip
     await session.request(m.MCP_ADD, {"servers": [broken]})
-    result = await session.request(m.RUN_START, {"prompt": "go", "model": script(
+    result = await session.request(m.RUN_START, {"prompt": "go", "model": scripted(
         {"toolCalls": [call("mcp:broken/anything")]}, {"content": "still here"})})  # fmt: skip
     assert result["status"] == "completed"
     (record,) = result["toolCallHistory"]
@@ -95,9 +94,9 @@ async def test_a_crash_mid_call_fails_that_record_and_the_next_call_restarts_it(
 ) -> None:
     await session.request(m.MCP_ADD, {"servers": [stdio("fragile")]})
     await _ready(session, "fragile")
-    model = script({"toolCalls": [call("mcp:fragile/crash", code=7)]},
-                   {"toolCalls": [call("mcp:fragile/add", a=1, b=1)]},
-                   {"content": "done"})  # fmt: skip
+    model = scripted({"toolCalls": [call("mcp:fragile/crash", code=7)]},
+                     {"toolCalls": [call("mcp:fragile/add", a=1, b=1)]},
+                     {"content": "done"})  # fmt: skip
     result = await session.request(m.RUN_START, {"prompt": "go", "model": model,
                                                  "automationProfile": "trusted"})  # fmt: skip
     crashed, added = result["toolCallHistory"]
@@ -107,7 +106,7 @@ async def test_a_crash_mid_call_fails_that_record_and_the_next_call_restarts_it(
 
 
 async def test_a_run_scoped_server_lives_only_for_its_run(session: Session) -> None:
-    model = script({"toolCalls": [call("mcp:mine/add", a=20, b=22)]}, {"content": "done"})
+    model = scripted({"toolCalls": [call("mcp:mine/add", a=20, b=22)]}, {"content": "done"})
     result = await session.request(m.RUN_START, {
         "prompt": "go", "runId": "scoped", "model": model,
         "mcpServers": [stdio("mine")]})  # fmt: skip
@@ -165,9 +164,9 @@ async def test_a_list_change_reaches_the_next_iteration_and_the_editor(session: 
     await _ready(session, "grow")
     before = sum(1 for method, _ in session.events if method == m.TOOLS_CHANGED)
     add_tool = {"name": "mcp:grow/add_tool", "arguments": {"name": "fresh"}}
-    model = script({"toolCalls": [add_tool]},
-                   {"toolCalls": [call("mcp:grow/fresh")]},
-                   {"content": "done"})  # fmt: skip
+    model = scripted({"toolCalls": [add_tool]},
+                     {"toolCalls": [call("mcp:grow/fresh")]},
+                     {"content": "done"})  # fmt: skip
     result = await session.request(m.RUN_START, {"prompt": "go", "model": model})
     added, fresh = result["toolCallHistory"]
     assert added["success"] is True
@@ -182,7 +181,9 @@ async def test_a_list_change_reaches_the_next_iteration_and_the_editor(session: 
 async def test_a_run_waiting_for_its_server_can_be_cancelled(session: Session) -> None:
     silent = {"name": "silent", "command": sys.executable,
               "args": ["-c", "import time; time.sleep(60)"], "startupTimeoutMs": 60000}  # fmt: skip
-    pending = session.start(runId="waits", model=script({"content": "never"}), mcpServers=[silent])
+    pending = session.start(
+        runId="waits", model=scripted({"content": "never"}), mcpServers=[silent]
+    )
     async with asyncio.timeout(10):
         while True:  # the run exists (and waits for its server) once run/cancel finds it
             try:

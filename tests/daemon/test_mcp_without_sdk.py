@@ -6,10 +6,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from inprocess_kit import Sink, body, in_process_daemon
 
 from cleveragents.daemon import _mcp, create_server
 from cleveragents.daemon._dispatch import Dispatcher
+from kit.inprocess import Sink, in_process_daemon
+from kit.rawpeer import body
 
 ENTRY = {"name": "git", "command": "mcp-server-git"}
 

@@ -10,8 +10,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from rawpeer import RawDaemon
 
+from kit.rawpeer import RawDaemon
 from llm.loopback import LoopbackServer, data, sse_reply
 
 SECRET = "sk-test-0123456789-do-not-leak"

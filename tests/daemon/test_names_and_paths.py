@@ -7,10 +7,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from inprocess_kit import Sink, body, in_process_daemon
 
 from cleveragents.daemon import create_server
 from cleveragents.daemon._dispatch import Dispatcher
+from kit.inprocess import Sink, in_process_daemon
+from kit.rawpeer import body
 
 
 async def _ask(dispatcher: Dispatcher, sink: Sink, method: str, params: Any) -> dict[str, Any]:

@@ -9,8 +9,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from rawpeer import RawDaemon
-from test_limits import LLM, _serve, _tool
+
+from kit.models import client_tool
+from kit.rawpeer import LLM_CAPABILITIES, RawDaemon, serve
 
 
 @pytest.mark.parametrize(("first_id", "second_id"), [("c", "c"), ("a/b", "a_b")])
@@ -20,7 +21,7 @@ async def test_each_cut_output_keeps_its_own_file(
     outputs = ["1" * 5000, "2" * 5000]
     ids = [first_id, second_id]
     daemon = await RawDaemon.start(
-        workspace, state_dir, capabilities=LLM, options={"maxToolOutputBytes": 100}
+        workspace, state_dir, capabilities=LLM_CAPABILITIES, options={"maxToolOutputBytes": 100}
     )
     served = iter(outputs)
 
@@ -34,10 +35,10 @@ async def test_each_cut_output_keeps_its_own_file(
         return {"content": f"turn {turn}", "toolCalls": [call]}
 
     try:
-        await daemon.call(2, "tools/register", {"tools": [_tool("client/big")]})
+        await daemon.call(2, "tools/register", {"tools": [client_tool("client/big")]})
         daemon.send({"jsonrpc": "2.0", "id": 3, "method": "run/start",
                      "params": {"prompt": "go", "runId": "dup", "model": "client"}})  # fmt: skip
-        result = (await _serve(daemon, 3, answer))["result"]
+        result = (await serve(daemon, 3, answer))["result"]
     finally:
         await daemon.kill()
     records = result["toolCallHistory"]

@@ -6,11 +6,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from inprocess_kit import Sink, body, in_process_daemon
 
 from cleveragents.daemon import create_server
 from cleveragents.daemon._dispatch import Dispatcher
 from cleveragents.daemon._peer import PeerRequestError
+from kit.inprocess import Sink, in_process_daemon
+from kit.rawpeer import body
 
 
 @pytest.mark.parametrize(("cap", "accepted"), [(16 * 1024 * 1024, True),

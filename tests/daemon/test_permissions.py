@@ -4,21 +4,21 @@ from __future__ import annotations
 
 import asyncio
 
-from daemon_kit import Session, call, script
-
 from cleveragents.protocol import methods as m
 from cleveragents.tool import ToolPermissionError
+from kit.lsp import Session
+from kit.models import call, scripted
 
 
 def writes(*names: str) -> dict[str, object]:
     turns = [{"toolCalls": [call("builtin/file-write", path=n, content=n)]} for n in names]
-    return script(*turns, {"content": "done"})
+    return scripted(*turns, {"content": "done"})
 
 
 async def test_supervised_asks_before_a_write_and_not_before_a_read(session: Session) -> None:
-    model = script({"toolCalls": [call("builtin/file-read", path="hello.txt"),
-                                  call("builtin/file-write", path="new.txt", content="x")]},
-                   {"content": "done"})  # fmt: skip
+    model = scripted({"toolCalls": [call("builtin/file-read", path="hello.txt"),
+                                    call("builtin/file-write", path="new.txt", content="x")]},
+                     {"content": "done"})  # fmt: skip
     result = await session.request(m.RUN_START, {"prompt": "go", "model": model, "runId": "p1",
                                                  "automationProfile": "supervised"})  # fmt: skip
     (asked,) = session.permission_requests
@@ -39,7 +39,7 @@ async def test_the_prompt_shows_the_runs_reserved_values_not_the_models(
     disguised = call("builtin/file-write", path="new.txt", content="x", sandbox_root="/tmp/safe",
                      resource_bindings={"note": "harmless"})  # fmt: skip
     result = await session.request(m.RUN_START, {
-        "prompt": "go", "model": script({"toolCalls": [disguised]}, {"content": "done"}),
+        "prompt": "go", "model": scripted({"toolCalls": [disguised]}, {"content": "done"}),
         "automationProfile": "supervised", "resourceBindings": {"db": "prod"}})  # fmt: skip
     (asked,) = session.permission_requests
     assert asked["inputs"]["sandbox_root"] == str(session.workspace)
@@ -76,9 +76,9 @@ async def test_allow_always_is_not_asked_again_in_that_run(session: Session) -> 
 
 
 async def test_ci_never_sends_permission_requests(session: Session) -> None:
-    model = script({"toolCalls": [call("builtin/file-write", path="a.txt", content="a"),
-                                  call("builtin/shell", command="echo hi")]},
-                   {"content": "done"})  # fmt: skip
+    model = scripted({"toolCalls": [call("builtin/file-write", path="a.txt", content="a"),
+                                    call("builtin/shell", command="echo hi")]},
+                     {"content": "done"})  # fmt: skip
     result = await session.request(m.RUN_START, {"prompt": "go", "model": model,
                                                  "automationProfile": "ci"})  # fmt: skip
     assert session.permission_requests == []
@@ -106,7 +106,7 @@ async def test_cancelling_the_run_cancels_a_pending_permission_request(session: 
 async def test_without_the_permissions_capability_ask_becomes_deny(tmp_path: object) -> None:
     from pathlib import Path
 
-    from rawpeer import RawDaemon
+    from kit.rawpeer import RawDaemon
 
     root = Path(str(tmp_path))
     (root / "ws").mkdir()
@@ -126,7 +126,7 @@ async def test_without_the_permissions_capability_ask_becomes_deny(tmp_path: obj
 async def test_a_custom_profile_from_initialization_options_governs_a_run(tmp_path: object) -> None:
     from pathlib import Path
 
-    from rawpeer import RawDaemon
+    from kit.rawpeer import RawDaemon
 
     root = Path(str(tmp_path))
     (root / "ws").mkdir()

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from daemon_kit import DeliberateError, Session, call, script
-
 from cleveragents.protocol import methods as m
 from cleveragents.tool import ToolError, ToolNotFoundError
+from kit.lsp import DeliberateError, Session
+from kit.models import call, scripted
 
 ECHO_TOOL = {"name": "client/boom", "description": "Fails.", "inputSchema": {"type": "object"}}
 
@@ -20,7 +20,7 @@ async def test_tool_call_notifications_carry_each_failure_s_code(session: Sessio
 
     await session.request(m.TOOLS_REGISTER, {"tools": [ECHO_TOOL]})
     session.tool_handlers["client/boom"] = boom
-    model = script(
+    model = scripted(
         {"toolCalls": [call("no/such-tool"), call("client/boom"), call("builtin/file-list")]},
         {"content": "done"},
     )

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import gc
-import json
 import weakref
 from pathlib import Path
 from typing import Any
@@ -17,28 +16,7 @@ from cleveragents.llm import parse_model_spec
 from cleveragents.protocol import wire
 from cleveragents.tool import Message
 from cleveragents.transcripts import TranscriptStore
-
-
-class FakePeer:
-    def __init__(self) -> None:
-        self.notifications: list[tuple[str, dict[str, Any]]] = []
-
-    def notify_json(self, method: str, params_text: str) -> None:
-        self.notifications.append((method, json.loads(params_text)))
-
-    def request(self, method: str, params: dict[str, Any]) -> tuple[str, asyncio.Future[Any]]:
-        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-        future.set_result({"output": params["arguments"]})
-        return "id", future
-
-    def cancel_request(self, msg_id: str, extra: dict[str, Any] | None = None) -> None:
-        pass
-
-    def progress(self, token: str | int, kind: str, message: str, percentage: int | None) -> None:
-        pass
-
-    async def pace(self) -> None:
-        pass
+from kit.inprocess import FakePeer
 
 
 async def test_a_hundred_concurrent_runs_deliver_everything_and_are_released(

@@ -7,7 +7,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from inprocess_kit import body, in_process_daemon
+from kit.inprocess import in_process_daemon
+from kit.rawpeer import body
 
 
 async def _run(tmp_path: Path, model: Any, max_iterations: int = 5) -> Any:

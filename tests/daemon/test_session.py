@@ -6,12 +6,13 @@ import asyncio
 from typing import Any
 
 import pytest
-from daemon_kit import Session, call, script
 from lsprotocol import types as lsp
 from pygls.exceptions import JsonRpcException
 
 from cleveragents.protocol import methods as m
 from cleveragents.tool import ToolCancelledError, ToolError, ToolNotFoundError, ToolTimeoutError
+from kit.lsp import Session
+from kit.models import call, scripted
 
 ECHO_TOOL = {
     "name": "client/echo",
@@ -72,7 +73,7 @@ async def test_reserved_or_invalid_tool_names_are_refused(
 
 async def test_a_run_mixing_a_builtin_and_a_client_tool(session: Session) -> None:
     await session.request(m.TOOLS_REGISTER, {"tools": [ECHO_TOOL]})
-    model = script(
+    model = scripted(
         {"content": "looking", "toolCalls": [
             call("builtin/file-read", path="hello.txt"),
             call("client/echo", text="hi", sandbox_root="/"),
@@ -100,7 +101,7 @@ async def test_a_run_mixing_a_builtin_and_a_client_tool(session: Session) -> Non
 
 
 async def test_notifications_come_in_order_with_gap_free_seq(session: Session) -> None:
-    model = script(
+    model = scripted(
         {"content": "step", "toolCalls": [call("builtin/file-list")]}, {"content": "end"}
     )
     result = await session.request(m.RUN_START, {"prompt": "go", "model": model, "runId": "order"})
@@ -124,8 +125,8 @@ async def test_notifications_come_in_order_with_gap_free_seq(session: Session) -
 
 
 async def test_the_allow_list_limits_what_a_run_sees(session: Session) -> None:
-    model = script({"toolCalls": [call("builtin/file-write", path="x.txt", content="x")]},
-                   {"content": "end"})  # fmt: skip
+    model = scripted({"toolCalls": [call("builtin/file-write", path="x.txt", content="x")]},
+                     {"content": "end"})  # fmt: skip
     result = await session.request(
         m.RUN_START, {"prompt": "go", "model": model, "runId": "allow",
                       "tools": ["builtin/file-read"]},
@@ -138,7 +139,7 @@ async def test_the_allow_list_limits_what_a_run_sees(session: Session) -> None:
 
 
 async def test_the_iteration_limit_ends_the_run_with_partial_content(session: Session) -> None:
-    model = script({"content": "more", "toolCalls": [call("builtin/file-list")]})
+    model = scripted({"content": "more", "toolCalls": [call("builtin/file-list")]})
     result = await session.request(
         m.RUN_START, {"prompt": "go", "model": model, "maxIterations": 2}
     )
@@ -160,8 +161,8 @@ async def test_run_scoped_tools_are_visible_to_that_run_only(session: Session) -
 
     await session.request(m.TOOLS_REGISTER, {"tools": [{**ECHO_TOOL, "name": "client/gate"}]})
     session.tool_handlers["client/gate"] = slow
-    model = script({"toolCalls": [call("client/gate")]}, {"toolCalls": [call("run/only")]},
-                   {"content": "end"})  # fmt: skip
+    model = scripted({"toolCalls": [call("client/gate")]}, {"toolCalls": [call("run/only")]},
+                     {"content": "end"})  # fmt: skip
     pending = session.start(model=model, runId="scoped")
     await session.wait_for(lambda method, p: method == m.RUN_TOOL_CALL_STARTED)
     await session.request(
@@ -182,7 +183,7 @@ async def test_run_scoped_tools_are_visible_to_that_run_only(session: Session) -
 
 
 async def test_a_client_tool_error_reply_gives_a_failed_record(session: Session) -> None:
-    from daemon_kit import DeliberateError
+    from kit.lsp import DeliberateError
 
     async def fail(params: dict[str, Any]) -> Any:
         raise DeliberateError("editor exploded", -32050)
@@ -193,7 +194,9 @@ async def test_a_client_tool_error_reply_gives_a_failed_record(session: Session)
     await session.request(m.TOOLS_REGISTER, {"tools": [
         {**ECHO_TOOL, "name": "client/fail"}, {**ECHO_TOOL, "name": "client/is-error"}]})  # fmt: skip
     session.tool_handlers.update({"client/fail": fail, "client/is-error": is_error})
-    model = script({"toolCalls": [call("client/fail"), call("client/is-error")]}, {"content": "ok"})
+    model = scripted(
+        {"toolCalls": [call("client/fail"), call("client/is-error")]}, {"content": "ok"}
+    )
     result = await session.request(m.RUN_START, {"prompt": "go", "model": model})
     failed, flagged = result["toolCallHistory"]
     assert (failed["success"], failed["errorCode"]) == (False, ToolError.code)
@@ -212,7 +215,7 @@ async def test_a_client_tool_timeout_gives_a_failed_record_and_cancels_the_reque
     await session.request(m.TOOLS_REGISTER, {"tools": [
         {**ECHO_TOOL, "name": "client/hang", "timeoutMs": 100}]})  # fmt: skip
     session.tool_handlers["client/hang"] = hang
-    model = script({"toolCalls": [call("client/hang")]}, {"content": "ok"})
+    model = scripted({"toolCalls": [call("client/hang")]}, {"content": "ok"})
     result = await session.request(m.RUN_START, {"prompt": "go", "model": model})
     (record,) = result["toolCallHistory"]
     assert (record["success"], record["errorCode"]) == (False, ToolTimeoutError.code)
@@ -232,7 +235,7 @@ async def test_run_cancel_while_a_client_tool_is_pending(session: Session) -> No
 
     await session.request(m.TOOLS_REGISTER, {"tools": [{**ECHO_TOOL, "name": "client/hang"}]})
     session.tool_handlers["client/hang"] = hang
-    pending = session.start(model=script({"toolCalls": [call("client/hang")]}), runId="c1")
+    pending = session.start(model=scripted({"toolCalls": [call("client/hang")]}), runId="c1")
     async with asyncio.timeout(10):
         await running.wait()  # cancel once the tool really runs, so its cancel is seen
     assert await session.request(m.RUN_CANCEL, {"runId": "c1"}) == {}
@@ -255,7 +258,7 @@ async def test_cancel_request_answers_run_start_with_32800(session: Session) -> 
     session.tool_handlers["client/hang"] = hang
     protocol = session.client.protocol
     reply = asyncio.wrap_future(protocol.send_request(
-        m.RUN_START, {"prompt": "go", "model": script({"toolCalls": [call("client/hang")]}),
+        m.RUN_START, {"prompt": "go", "model": scripted({"toolCalls": [call("client/hang")]}),
                       "runId": "c2"}, msg_id="start-c2"))  # fmt: skip
     await session.wait_for(lambda method, p: method == m.RUN_TOOL_CALL_STARTED)
     protocol.notify("$/cancelRequest", lsp.CancelParams(id="start-c2"))
@@ -269,7 +272,7 @@ async def test_cancel_request_answers_run_start_with_32800(session: Session) -> 
 
 
 async def test_run_list_and_get_cover_active_and_finished_runs(session: Session) -> None:
-    done = await session.request(m.RUN_START, {"prompt": "first", "model": script({"content": "a"}),
+    done = await session.request(m.RUN_START, {"prompt": "first", "model": scripted({"content": "a"}),
                                                "runId": "done-1"})  # fmt: skip
     assert await session.request(m.RUN_GET, {"runId": "done-1"}) == done
     gate = asyncio.Event()
@@ -280,7 +283,7 @@ async def test_run_list_and_get_cover_active_and_finished_runs(session: Session)
 
     await session.request(m.TOOLS_REGISTER, {"tools": [{**ECHO_TOOL, "name": "client/wait"}]})
     session.tool_handlers["client/wait"] = wait
-    pending = session.start("second", model=script({"toolCalls": [call("client/wait")]},
+    pending = session.start("second", model=scripted({"toolCalls": [call("client/wait")]},
                                                      {"content": "b"}), runId="live-1")  # fmt: skip
     await session.wait_for(lambda method, p: method == m.RUN_TOOL_CALL_STARTED)
     runs = {r["runId"]: r for r in (await session.request(m.RUN_LIST, {}))["runs"]}
@@ -305,7 +308,7 @@ async def test_twenty_concurrent_runs_do_not_cross_talk(session: Session) -> Non
     await session.request(m.TOOLS_REGISTER, {"tools": [ECHO_TOOL]})
     session.tool_handlers["client/echo"] = echo
     futures = [
-        session.start(f"run {i}", runId=f"many-{i}", model=script(
+        session.start(f"run {i}", runId=f"many-{i}", model=scripted(
             {"content": f"r{i}", "toolCalls": [call("client/echo"), call("builtin/file-list")]},
             {"content": f"done {i}"}))
         for i in range(20)
@@ -324,7 +327,7 @@ async def test_twenty_concurrent_runs_do_not_cross_talk(session: Session) -> Non
 
 async def test_work_done_progress_begins_reports_and_ends(session: Session) -> None:
     session.client.progress_reports["tok-1"] = []
-    model = script({"toolCalls": [call("builtin/file-list")]}, {"content": "end"})
+    model = scripted({"toolCalls": [call("builtin/file-list")]}, {"content": "end"})
     # $/progress end is written before the run/start reply, and read in wire order.
     await session.request(m.RUN_START, {"prompt": "go", "model": model, "workDoneToken": "tok-1"})
     kinds = [r.kind for r in session.client.progress_reports["tok-1"]]
@@ -339,7 +342,7 @@ async def test_the_progress_cancel_button_cancels_the_run(session: Session) -> N
     session.tool_handlers["client/hang"] = hang
     session.client.progress_reports["tok-2"] = []
     pending = session.start(
-        model=script({"toolCalls": [call("client/hang")]}), workDoneToken="tok-2"
+        model=scripted({"toolCalls": [call("client/hang")]}), workDoneToken="tok-2"
     )
     await session.wait_for(lambda method, p: method == m.RUN_TOOL_CALL_STARTED)
     session.client.window_work_done_progress_cancel(lsp.WorkDoneProgressCancelParams(token="tok-2"))
@@ -354,7 +357,7 @@ async def test_added_workspace_folders_become_sandbox_roots(
 ) -> None:
     other = tmp_path / "second"
     other.mkdir()
-    model = script({"content": "ok"})
+    model = scripted({"content": "ok"})
     with pytest.raises(JsonRpcException) as info:
         await session.request(
             m.RUN_START, {"prompt": "go", "model": model, "sandboxRoot": str(other)}
@@ -391,7 +394,7 @@ async def test_a_malformed_tools_call_reply_gives_a_failed_record(session: Sessi
 
     await session.request(m.TOOLS_REGISTER, {"tools": [{**ECHO_TOOL, "name": "client/odd"}]})
     session.tool_handlers["client/odd"] = no_output
-    model = script({"toolCalls": [call("client/odd")]}, {"content": "went on"})
+    model = scripted({"toolCalls": [call("client/odd")]}, {"content": "went on"})
     result = await session.request(m.RUN_START, {"prompt": "go", "model": model})
     (record,) = result["toolCallHistory"]
     assert (record["success"], record["errorCode"]) == (False, ToolError.code)

@@ -6,10 +6,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from inprocess_kit import Sink, body, in_process_daemon
 
 from cleveragents.daemon import create_server
 from cleveragents.daemon._dispatch import Dispatcher
+from kit.inprocess import Sink, in_process_daemon
+from kit.rawpeer import body
 
 
 async def test_shell_env_passes_the_named_variables_and_nothing_else(

@@ -8,12 +8,8 @@ import errno
 import json
 from pathlib import Path
 
-from rawpeer import RawDaemon
-
-DONE = {"provider": "scripted", "script": [{"content": "done"}]}
-HANG = {"provider": "scripted", "script": [
-    {"content": "waiting", "toolCalls": [{"name": "client/hang", "arguments": {}}]}]}  # fmt: skip
-TOOL = {"name": "client/hang", "description": "Never answers.", "inputSchema": {"type": "object"}}
+from kit.models import DONE, HANG, HANG_TOOL
+from kit.rawpeer import RawDaemon
 
 
 def _lines(path: Path) -> list[dict[str, object]]:
@@ -48,7 +44,7 @@ async def test_a_second_daemon_refuses_a_live_run_id_and_reports_it_active_elsew
     first = await RawDaemon.start(workspace, state_dir)
     second = await RawDaemon.start(workspace, state_dir)
     try:
-        await first.call(2, "tools/register", {"tools": [TOOL]})
+        await first.call(2, "tools/register", {"tools": [HANG_TOOL]})
         first.send({"jsonrpc": "2.0", "id": 3, "method": "run/start",
                     "params": {"prompt": "go", "runId": "shared", "model": HANG}})  # fmt: skip
         while (await first.next()).get("method") != "tools/call":

@@ -12,10 +12,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_tcp import HANG, TOOL, TcpDaemon, _close, _initialize, _token, serve_tcp
 
 from cleveragents.client._connection import read_frame
 from cleveragents.protocol import frame
+from kit.models import HANG, HANG_TOOL
+from kit.tcp import TcpDaemon, close, initialize_message, read_token, serve_tcp
 
 Spawn = Callable[..., AbstractAsyncContextManager[TcpDaemon]]
 
@@ -34,7 +35,7 @@ def spawn(tmp_path: Path) -> Spawn:
 
 async def _initialized(daemon: TcpDaemon, workspace: Path, token: str) -> Any:
     reader, writer = await daemon.connect()
-    writer.write(frame(_initialize(workspace, token)))
+    writer.write(frame(initialize_message(workspace, token)))
     reply = await read_frame(reader)
     assert reply is not None
     assert "result" in reply, reply
@@ -48,9 +49,8 @@ async def _shutdown_and_log(daemon: TcpDaemon, reader: Any, writer: Any) -> str:
     writer.write(frame({"jsonrpc": "2.0", "method": "exit"}))
     async with asyncio.timeout(10):
         assert await daemon.process.wait() == 0
-    await _close(writer)
-    assert daemon.process.stderr is not None
-    return (await daemon.process.stderr.read()).decode()
+    await close(writer)
+    return await daemon.log()
 
 
 async def test_a_missing_token_file_is_created_private_with_a_random_token(
@@ -62,7 +62,7 @@ async def test_a_missing_token_file_is_created_private_with_a_random_token(
         assert stat.S_IMODE(token_file.stat().st_mode) == 0o600
         token = token_file.read_text().strip()
         assert len(token) >= 32
-        writer.write(frame(_initialize(tmp_path / "ws", token)))
+        writer.write(frame(initialize_message(tmp_path / "ws", token)))
         reply = await read_frame(reader)
         assert reply is not None
         assert "result" in reply
@@ -78,11 +78,11 @@ async def test_an_existing_token_file_is_used_and_left_as_it_was(
     token_file.write_text("my-own-token-0123456789\n")
     async with spawn("--token-file", str(token_file)) as daemon:
         reader, writer = await daemon.connect()
-        writer.write(frame(_initialize(tmp_path / "ws", "another-token")))
+        writer.write(frame(initialize_message(tmp_path / "ws", "another-token")))
         refused = await read_frame(reader)
         assert refused is not None
         assert refused["error"]["code"] == -32600
-        await _close(writer)
+        await close(writer)
         reader, writer = await _initialized(daemon, tmp_path / "ws", "my-own-token-0123456789")
         log = await _shutdown_and_log(daemon, reader, writer)
     assert token_file.read_text() == "my-own-token-0123456789\n"
@@ -102,11 +102,11 @@ async def test_a_half_closed_client_gets_its_runs_ended_and_the_daemon_exits(
 ) -> None:
     async with spawn() as daemon:
         reader, writer = await daemon.connect()
-        token = await _token(daemon)
-        writer.write(frame(_initialize(tmp_path / "ws", token)))
+        token = await read_token(daemon)
+        writer.write(frame(initialize_message(tmp_path / "ws", token)))
         assert await read_frame(reader) is not None
         writer.write(frame({"jsonrpc": "2.0", "id": 2, "method": "tools/register",
-                            "params": {"tools": [TOOL]}}))  # fmt: skip
+                            "params": {"tools": [HANG_TOOL]}}))  # fmt: skip
         writer.write(frame({"jsonrpc": "2.0", "id": 3, "method": "run/start",
                             "params": {"prompt": "go", "runId": "half", "model": HANG}}))  # fmt: skip
         received: list[dict[str, Any]] = []
@@ -118,9 +118,8 @@ async def test_a_half_closed_client_gets_its_runs_ended_and_the_daemon_exits(
             while (message := await read_frame(reader)) is not None:
                 received.append(message)
             assert await daemon.process.wait() == 0
-        await _close(writer)
-        assert daemon.process.stderr is not None
-        log = (await daemon.process.stderr.read()).decode()
+        await close(writer)
+        log = await daemon.log()
     finished = [m["params"]["result"] for m in received if m.get("method") == "run/finished"]
     assert [r["status"] for r in finished] == ["cancelled"]
     (reply,) = [m for m in received if m.get("id") == 3]

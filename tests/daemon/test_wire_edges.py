@@ -10,18 +10,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from rawpeer import RawDaemon, body
 
-DONE = {"provider": "scripted", "script": [{"content": "done"}]}
-HANG = {"provider": "scripted", "script": [
-    {"content": "waiting", "toolCalls": [{"name": "client/hang", "arguments": {}}]}]}  # fmt: skip
-TOOL = {"name": "client/hang", "description": "Never answers.", "inputSchema": {"type": "object"}}
+from kit.models import DONE, HANG, HANG_TOOL
+from kit.rawpeer import RawDaemon, body
 
 
 @pytest.fixture
 async def daemon(workspace: Path, state_dir: Path) -> AsyncIterator[RawDaemon]:
     started = await RawDaemon.start(workspace, state_dir)
-    await started.call("register", "tools/register", {"tools": [TOOL]})
+    await started.call("register", "tools/register", {"tools": [HANG_TOOL]})
     yield started
     await started.kill()
 

@@ -9,9 +9,11 @@ from pathlib import Path
 
 import pytest
 import pytest_asyncio
-from mcp_kit import PLAIN_SERVER, SDK_SERVER, WAIT_S, http_server, make_server, started, stdio
 
 from cleveragents.mcp import McpServer, McpServerConfig, McpToolError
+from kit.mcp import http_server, make_server, started, stdio
+from kit.paths import PLAIN_SERVER, SDK_SERVER
+from kit.wait import WAIT_S
 
 # One loop for the module, so the calls below share one server (each start costs the
 # SDK's import time in the server, about half a second).

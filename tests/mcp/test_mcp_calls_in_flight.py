@@ -8,9 +8,11 @@ import time
 from pathlib import Path
 
 import pytest
-from mcp_kit import SDK_SERVER, WAIT_S, http_server, started, stdio, wait_for
 
 from cleveragents.mcp import McpServer, McpServerConfig, McpToolError, ProtocolVersion
+from kit.mcp import http_server, started, stdio
+from kit.paths import SDK_SERVER
+from kit.wait import WAIT_S, wait_for
 
 
 async def test_a_call_that_outlives_its_timeout_fails_saying_so_despite_progress(

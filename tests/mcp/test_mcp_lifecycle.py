@@ -10,19 +10,12 @@ import time
 from pathlib import Path
 
 import pytest
-from mcp_kit import (
-    PLAIN_SERVER,
-    SDK_SERVER,
-    WAIT_S,
-    make_server,
-    process_alive,
-    started,
-    stdio,
-    wait_for,
-)
 
 import cleveragents.mcp._sdk as sdk
 from cleveragents.mcp import RESTARTS_PER_MINUTE, SDK_MISSING, McpServerConfig, McpToolError
+from kit.mcp import make_server, process_alive, started, stdio
+from kit.paths import PLAIN_SERVER, SDK_SERVER
+from kit.wait import WAIT_S, wait_for
 
 
 def python(name: str, code: str, **fields: object) -> McpServerConfig:

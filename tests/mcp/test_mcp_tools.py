@@ -7,12 +7,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from mcp_kit import PLAIN_SERVER, started, stdio
 
 from cleveragents.mcp import McpServerConfig
 from cleveragents.mcp._link import RawResult
 from cleveragents.mcp._tools import build_specs, error_text, kind_of, output_of, selected
 from cleveragents.tool import ToolAnnotations
+from kit.mcp import started, stdio
+from kit.paths import PLAIN_SERVER
 
 OBJECT: dict[str, Any] = {"type": "object"}
 

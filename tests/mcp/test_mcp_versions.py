@@ -10,9 +10,10 @@ import time
 from pathlib import Path
 
 import pytest
-from mcp_kit import PLAIN_SERVER, started, stdio
 
 from cleveragents.mcp import McpToolError
+from kit.mcp import started, stdio
+from kit.paths import PLAIN_SERVER
 
 CONNECT_BOUND_S = 1.0
 """Ready within 1 s of the server's own start (the SDK's auto mode would take 10 s on a

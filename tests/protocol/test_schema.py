@@ -4,7 +4,6 @@ really sends validates against it."""
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 from typing import Any, cast
 
@@ -24,6 +23,7 @@ from cleveragents.protocol._schema import (
     render,
 )
 from cleveragents.tool import CleverAgentsError, ToolCallRecord, ToolError, ToolNotFoundError
+from kit.rawpeer import RawDaemon
 
 SCHEMA_DIR = Path(__file__).resolve().parents[2] / "client-protocol" / "schema"
 
@@ -204,9 +204,6 @@ def test_the_validators_refuse_what_the_daemon_would_refuse() -> None:
 
 
 async def test_a_real_runs_messages_validate_against_the_document(tmp_path: Path) -> None:
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "daemon"))
-    from rawpeer import RawDaemon
-
     (tmp_path / "ws").mkdir()
     model = {"provider": "scripted", "script": [
         {"content": "a", "toolCalls": [{"name": "builtin/file-list", "arguments": {}},

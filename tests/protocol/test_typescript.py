@@ -8,15 +8,15 @@ import re
 import shutil
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
 from cleveragents._codegen import wire_errors
 from cleveragents.protocol import METHODS, methods
 from cleveragents.protocol._typescript import render_typescript
+from kit.paths import TS_PACKAGE
 
-PACKAGE = Path(__file__).resolve().parents[2] / "client-protocol" / "typescript"
+PACKAGE = TS_PACKAGE
 PROTOCOL_TS = PACKAGE / "src" / "protocol.ts"
 
 

@@ -18,7 +18,9 @@ from typing import Any
 
 import pytest
 
-PACKAGE = Path(__file__).resolve().parents[2] / "client-protocol" / "typescript"
+from kit.paths import TS_PACKAGE
+
+PACKAGE = TS_PACKAGE
 NPM_FLAGS = ["--prefer-offline", "--no-audit", "--no-fund"]
 
 # Run in the fresh project with: node check.js PYTHON WORKSPACE STATE_DIR. Prints one JSON

@@ -26,14 +26,6 @@ def serve_command(model: Any, state_dir: Path, *extra: str) -> list[str]:
     ]  # fmt: skip
 
 
-def scripted(*turns: dict[str, Any]) -> dict[str, Any]:
-    return {"provider": "scripted", "script": list(turns)}
-
-
-def call(name: str, **arguments: Any) -> dict[str, Any]:
-    return {"name": name, "arguments": arguments}
-
-
 class AcpClient:
     def __init__(self, command: list[str]) -> None:
         self.command = command

@@ -1,8 +1,8 @@
-"""Running the real ``cleveragents`` command in tests: scripted models and transcripts."""
+"""Running the real ``cleveragents`` command in tests, with a clean environment, and reading
+the transcripts it leaves."""
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -31,16 +31,6 @@ def cli(
         [*COMMAND, *args], capture_output=True, text=True, timeout=60, input=input,
         env=clean_env(tmp_path, **env), cwd=cwd or tmp_path,
     )  # fmt: skip
-
-
-def script(tmp_path: Path, *turns: dict[str, Any], name: str = "turns.json") -> str:
-    path = tmp_path / name
-    path.write_text(json.dumps(list(turns)))
-    return f"scripted:{path}"
-
-
-def shell(command: str) -> dict[str, Any]:
-    return {"name": "builtin/shell", "arguments": {"command": command}}
 
 
 def runs(state: Path) -> list[dict[str, Any]]:

@@ -1,14 +1,18 @@
 """The real server behind the real dispatcher, in process: ``Dispatcher.receive(bytes)``
-is the same code path as the daemon subprocess, without the subprocess."""
+is the same code path as the daemon subprocess, without the subprocess. Also a fake
+peer for driving ``RunManager`` with no dispatcher at all."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 from typing import Any
 
 from cleveragents.daemon import create_server
 from cleveragents.daemon._dispatch import Dispatcher
+
+from .rawpeer import body
 
 
 class Sink:
@@ -18,8 +22,8 @@ class Sink:
         self.frames: list[dict[str, Any]] = []
 
     def write(self, data: bytes) -> None:
-        _, _, body = data.partition(b"\r\n\r\n")
-        self.frames.append(json.loads(body))
+        _, _, payload = data.partition(b"\r\n\r\n")
+        self.frames.append(json.loads(payload))
 
     async def pace(self) -> None:
         return None
@@ -32,10 +36,6 @@ class Sink:
 
     def notifications(self, method: str) -> list[dict[str, Any]]:
         return [f["params"] for f in self.frames if f.get("method") == method]
-
-
-def body(message: Any) -> bytes:
-    return json.dumps(message).encode()
 
 
 async def in_process_daemon(
@@ -54,3 +54,28 @@ async def in_process_daemon(
                              "params": params}))  # fmt: skip
     assert "result" in sink.replies("init")[0]
     return dispatcher, sink
+
+
+class FakePeer:
+    """What ``RunManager`` talks to: keeps notifications, answers each tool call with its
+    arguments."""
+
+    def __init__(self) -> None:
+        self.notifications: list[tuple[str, dict[str, Any]]] = []
+
+    def notify_json(self, method: str, params_text: str) -> None:
+        self.notifications.append((method, json.loads(params_text)))
+
+    def request(self, method: str, params: dict[str, Any]) -> tuple[str, asyncio.Future[Any]]:
+        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        future.set_result({"output": params["arguments"]})
+        return "id", future
+
+    def cancel_request(self, msg_id: str, extra: dict[str, Any] | None = None) -> None:
+        pass
+
+    def progress(self, token: str | int, kind: str, message: str, percentage: int | None) -> None:
+        pass
+
+    async def pace(self) -> None:
+        pass

@@ -1,4 +1,5 @@
-"""End-to-end helpers: the real ``cleveragents serve`` subprocess driven by pytest-lsp.
+"""The real ``cleveragents serve`` subprocess driven by pytest-lsp (tests/daemon's
+``session`` fixture builds on it).
 
 ``session`` is an initialized client with one workspace folder and its own state dir.
 It collects every run notification in wire order, answers ``tools/call`` from the
@@ -141,12 +142,3 @@ def attach(client: LanguageClient, session: Session) -> None:
         if answer == "hang":
             await asyncio.sleep(30)
         return {"outcome": answer}
-
-
-def script(*turns: dict[str, Any]) -> dict[str, Any]:
-    """An inline scripted model spec."""
-    return {"provider": "scripted", "script": list(turns)}
-
-
-def call(name: str, **arguments: Any) -> dict[str, Any]:
-    return {"name": name, "arguments": arguments}

@@ -14,11 +14,8 @@ from typing import Any
 
 from cleveragents.mcp import McpServer, McpServerConfig
 
-SERVERS = Path(__file__).resolve().parent / "servers"
-SDK_SERVER = SERVERS / "sdk_server.py"
-PLAIN_SERVER = SERVERS / "plain_server.py"
-WAIT_S = 15.0
-"""Bound on every wait for a server in these tests (they normally take well under 1 s)."""
+from .paths import SDK_SERVER
+from .wait import WAIT_S
 
 
 def base_env() -> dict[str, str]:
@@ -63,14 +60,6 @@ async def started(
         yield server
     finally:
         await server.stop()
-
-
-async def wait_for(predicate: Callable[[], bool], timeout: float = WAIT_S) -> None:
-    """Wait (bounded) until ``predicate()`` holds: for what another process does (a
-    marker file, a death), which offers no event to wait on."""
-    async with asyncio.timeout(timeout):
-        while not predicate():  # noqa: ASYNC110 - another process's doing: nothing to await
-            await asyncio.sleep(0.01)
 
 
 def process_alive(pid: int) -> bool:
