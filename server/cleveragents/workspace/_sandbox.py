@@ -215,8 +215,8 @@ def open_regular(
     a directory or another open failure is a :class:`WorkspaceToolError`; a device file,
     FIFO, socket or other non-regular file a :class:`SandboxViolationError`, and so is a
     symlink met on the way (from :func:`open_beneath`; a refusal is no ``OSError``, so the
-    handlers below let it through). ``FileExistsError`` (from ``O_EXCL``) passes through. Returns the descriptor, which
-    the caller must close, and its ``fstat``.
+    handlers below let it through). ``FileExistsError`` (from ``O_EXCL``) passes through.
+    Returns the descriptor, which the caller must close, and its ``fstat``.
     """
     try:
         fd = open_beneath(
