@@ -25,7 +25,7 @@ PUBLIC: dict[str, set[str]] = {
         "ToolError", "ToolHandler", "ToolHandlerError", "ToolInputError", "ToolKind",
         "ToolNotFoundError", "ToolOutputError", "ToolPermissionError", "ToolPolicy",
         "ToolRegistry", "ToolRunner", "ToolSchema", "ToolSpec", "ToolTimeoutError", "Usage",
-        "error_classes", "output_text",
+        "error_classes", "output_text", "register_codec",
     },
     "cleveragents.workspace": {
         "BUILTIN_PROFILES", "BWRAP_ENV", "DEFAULT_PROFILE", "AskCallback", "AutomationProfile",

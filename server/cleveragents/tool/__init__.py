@@ -33,7 +33,7 @@ from ._policy import (
     ToolPolicy,
 )
 from ._registry import ToolRegistry
-from ._router import ToolCallRouter
+from ._router import ToolCallRouter, register_codec
 from ._runner import StageObserver, ToolRunner, output_text
 from ._runtime import DEFAULT_MAX_ITERATIONS, ToolCallingRuntime
 from ._spec import (
@@ -114,4 +114,5 @@ __all__ = [
     "Usage",
     "error_classes",
     "output_text",
+    "register_codec",
 ]

@@ -3,8 +3,9 @@ the shape of a translated history, and small helpers for turning neutral data in
 plain JSON.
 
 Owns no provider's format: each lives in its own module (``_codec_openai``,
-``_codec_anthropic``, ``_codec_gemini``) behind :class:`Codec`, and
-:class:`~cleveragents.tool.ToolCallRouter` picks one by name. Nothing here branches on a
+``_codec_anthropic``, ``_codec_gemini``) behind :class:`Codec`, registered by name in the
+router's open table (``register_codec``), from which
+:class:`~cleveragents.tool.ToolCallRouter` picks one. Nothing here branches on a
 provider.
 
 Name encoding (one scheme for all providers)
@@ -37,7 +38,7 @@ import hashlib
 import json
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeAlias
+from typing import TYPE_CHECKING, Any, Protocol, TypeAlias
 
 import attrs
 
@@ -55,8 +56,10 @@ __all__ = [
     "ToolDeclaration",
 ]
 
-ProviderFormat = Literal["openai", "anthropic", "gemini"]
-"""A provider's wire format: which codec a :class:`ToolCallRouter` speaks."""
+ProviderFormat: TypeAlias = str
+"""A wire format: the name a codec is registered under (``register_codec``), which a
+:class:`ToolCallRouter` speaks. ``"openai"``, ``"anthropic"`` and ``"gemini"`` are built
+in; the table is open."""
 
 JSONObject: TypeAlias = dict[str, Any]
 NameEncoder: TypeAlias = Callable[[str], str]

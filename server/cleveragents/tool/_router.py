@@ -1,12 +1,15 @@
 """Pure translation between the neutral loop types and a provider's wire format.
 
 Owns the router: provider-safe tool names (encode/decode, with the memo of shortened
-names), and the dispatch to one codec per provider format (``_codec_openai``,
-``_codec_anthropic``, ``_codec_gemini``; the name scheme is in ``_codec``). Everything
-here is plain data in, plain data out.
+names), and the open table of codecs it dispatches to by name. The name scheme is in
+``_codec``; each built-in codec is a module of this package named ``_codec_NAME`` whose
+``CODEC`` is registered as ``NAME`` when the package is imported (so a new built-in wire
+format is one new module). Anyone else adds one with :func:`register_codec`, without
+editing this package. Everything here is plain data in, plain data out.
 
-Deliberately does not know: HTTP, SDKs, retries, keys, or how a chunk got here. The
-adapters in ``cleveragents.llm`` own the transport and feed the router dicts.
+Deliberately does not know: HTTP, SDKs, retries, keys, model providers, or how a chunk
+got here. The adapters in ``cleveragents.llm`` own the transport and feed the router
+dicts; a provider names its codec.
 
 Streaming and non-streaming share one mapping: :meth:`ToolCallRouter.parse_response`
 restates a whole response as the chunks its stream would have carried (the codec's
@@ -15,10 +18,14 @@ restates a whole response as the chunks its stream would have carried (the codec
 
 from __future__ import annotations
 
+import importlib
+import pkgutil
+import re
+import threading
 from collections.abc import Mapping, Sequence
-from typing import Any, get_args
+from pathlib import Path
+from typing import Any
 
-from . import _codec_anthropic, _codec_gemini, _codec_openai
 from ._codec import (
     MAX_PROVIDER_NAME,
     TOOL_NAME,
@@ -35,14 +42,52 @@ from ._codec import (
 from ._stream import StreamAccumulator
 from ._types import LLMResponse, Message, ToolSchema
 
-__all__ = ["ToolCallRouter"]
+__all__ = ["ToolCallRouter", "codec_names", "register_codec"]
 
-_CODECS: dict[str, Codec] = {
-    "openai": _codec_openai.CODEC,
-    "anthropic": _codec_anthropic.CODEC,
-    "gemini": _codec_gemini.CODEC,
-}
-FORMATS: tuple[ProviderFormat, ...] = get_args(ProviderFormat)
+CODEC_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
+_CODEC_METHODS = ("name_tokens", "tools", "messages", "feed", "events")
+_BUILTIN_PREFIX = "_codec_"
+
+_codecs: dict[str, Codec] = {}
+_codecs_lock = threading.Lock()
+
+
+def register_codec(name: str, codec: Codec, *, replace: bool = False) -> None:
+    """Make ``ToolCallRouter(name)`` speak ``codec``: a wire format added at run time.
+
+    ``codec`` has the five methods of the ``Codec`` protocol (``name_tokens``,
+    ``tools``, ``messages``, ``feed``, ``events``): pure functions of plain data. A name
+    taken already is refused, naming it, unless ``replace`` is true; so is a name
+    outside ``[A-Za-z0-9][A-Za-z0-9_.-]{0,63}``, and an object without those methods.
+    """
+    if not isinstance(name, str) or not CODEC_NAME.fullmatch(name):
+        raise ValueError(f"invalid codec name {name!r}: names match {CODEC_NAME.pattern}")
+    missing = [m for m in _CODEC_METHODS if not callable(getattr(codec, m, None))]
+    if missing:
+        raise TypeError(f"codec {name!r} lacks the method(s) {', '.join(missing)} of a Codec")
+    with _codecs_lock:
+        if name in _codecs and not replace:
+            raise ValueError(
+                f"a codec named {name!r} is registered already (replace=True replaces it)"
+            )
+        _codecs[name] = codec
+
+
+def codec_names() -> tuple[str, ...]:
+    """The registered codecs' names, in the order they were registered."""
+    return tuple(_codecs)
+
+
+def _register_builtin_codecs() -> None:
+    """Every ``_codec_NAME`` module beside this one holds the built-in codec ``NAME``."""
+    package = __name__.rpartition(".")[0]
+    found = pkgutil.iter_modules([str(Path(__file__).parent)])
+    for name in sorted(m.name for m in found if m.name.startswith(_BUILTIN_PREFIX)):
+        module = importlib.import_module(f"{package}.{name}")
+        register_codec(name.removeprefix(_BUILTIN_PREFIX), module.CODEC)
+
+
+_register_builtin_codecs()
 
 
 class ToolCallRouter:
@@ -55,9 +100,12 @@ class ToolCallRouter:
     __slots__ = ("_codec", "_decoded", "_encoded", "provider")
 
     def __init__(self, provider: ProviderFormat) -> None:
-        codec = _CODECS.get(provider) if isinstance(provider, str) else None
+        codec = _codecs.get(provider) if isinstance(provider, str) else None
         if codec is None:
-            raise ValueError(f"unknown provider {provider!r}: expected one of {FORMATS}")
+            known = ", ".join(repr(name) for name in _codecs)
+            raise ValueError(
+                f"unknown provider format {provider!r}: the registered codecs are {known}"
+            )
         self.provider: ProviderFormat = provider
         self._codec = codec
         self._encoded: dict[str, str] = {}
