@@ -18,6 +18,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _rpc import daemon_argv, median, scratch, spawned, start_daemon_session
+from _smoke import sized
 
 HANG_TOOL = {
     "name": "client/hang",
@@ -57,7 +58,7 @@ async def one_round(rounds: int) -> dict[str, list[float]]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--rounds", type=int, default=15)
+    parser.add_argument("--rounds", type=int, default=sized(15, 1))
     args = parser.parse_args()
     timings = asyncio.run(one_round(args.rounds))
     for path, values in timings.items():

@@ -32,6 +32,7 @@ import json
 from typing import Any
 
 import _rpc
+from _smoke import sized
 
 TURN: dict[str, Any] = {"content": "x", "toolCalls": [{"name": "nope", "arguments": {}}]}
 
@@ -125,8 +126,8 @@ async def bench(iterations: int, rounds: int) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--iterations", type=int, default=2000)
-    parser.add_argument("--rounds", type=int, default=15)
+    parser.add_argument("--iterations", type=int, default=sized(2000, 5))
+    parser.add_argument("--rounds", type=int, default=sized(15, 1))
     args = parser.parse_args()
     asyncio.run(bench(args.iterations, args.rounds))
 

@@ -34,6 +34,7 @@ import asyncio
 from typing import Any
 
 import _rpc
+from _smoke import sized
 
 ECHO: dict[str, Any] = {
     "name": "echo",
@@ -140,8 +141,8 @@ async def bench(iterations: int, rounds: int) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--iterations", type=int, default=500)
-    parser.add_argument("--rounds", type=int, default=15)
+    parser.add_argument("--iterations", type=int, default=sized(500, 5))
+    parser.add_argument("--rounds", type=int, default=sized(15, 1))
     args = parser.parse_args()
     asyncio.run(bench(args.iterations, args.rounds))
 

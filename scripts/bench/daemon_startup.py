@@ -34,6 +34,7 @@ from collections import defaultdict
 from pathlib import Path
 
 import _rpc
+from _smoke import sized
 
 STEPS_DAEMON = r"""
 import gc, json, sys, time
@@ -76,7 +77,7 @@ t2 = time.perf_counter()
 print(json.dumps({"import pygls.lsp.server": t1 - t0, "LanguageServer()": t2 - t1}))
 """
 
-STEP_RUNS = 3
+STEP_RUNS = sized(3, 1)
 IMPORT_LINE = re.compile(r"^import time:\s+(\d+) \|\s+(\d+) \|( *)(\S+)$")
 
 
@@ -254,7 +255,7 @@ async def bench(rounds: int, analysis: bool, as_is_too: bool) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--rounds", type=int, default=15)
+    parser.add_argument("--rounds", type=int, default=sized(15, 1))
     parser.add_argument("--no-analysis", action="store_true")
     parser.add_argument(
         "--as-is", action="store_true", help="also time the daemon with the environment as is"

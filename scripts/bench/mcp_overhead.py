@@ -30,6 +30,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "server"))
 
+from _smoke import sized, verdict
+
 from cleveragents.mcp import McpServer, McpServerConfig
 from mcp import Client, StdioServerParameters
 
@@ -37,6 +39,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 SERVER = str(ROOT / "tests" / "mcp" / "servers" / "sdk_server.py")
 CONNECT_GOAL_S = 1.0
+CONNECTS = sized(3, 1)
 VERSIONS = {"2025-11-25": "legacy", "2026-07-28": "2026-07-28"}
 
 
@@ -77,7 +80,7 @@ async def per_call(log_dir: Path, calls: int, rounds: int) -> tuple[float, float
     floor: list[float] = []
     params = StdioServerParameters(command=sys.executable, args=[SERVER])
     async with Client(params, mode="legacy") as client:
-        for _ in range(5):  # warm both
+        for _ in range(sized(5, 1)):  # warm both
             await handler(dict(arguments))
             await client.call_tool("echo_text", arguments)
         for _ in range(rounds):
@@ -97,17 +100,17 @@ async def main(calls: int, rounds: int) -> int:
     ok = True
     with tempfile.TemporaryDirectory() as scratch:
         logs = Path(scratch)
-        print("connect: configure -> tools listed (median of 3)")
+        print(f"connect: configure -> tools listed (median of {CONNECTS})")
         for version, mode in VERSIONS.items():
-            floor = statistics.median([await connect_sdk(mode) for _ in range(3)])
-            ours = statistics.median([await connect_ours(logs, version) for _ in range(3)])
+            floor = statistics.median([await connect_sdk(mode) for _ in range(CONNECTS)])
+            ours = statistics.median([await connect_ours(logs, version) for _ in range(CONNECTS)])
             fine = ours <= floor + CONNECT_GOAL_S
             ok = ok and fine
             print(f"  {version}  ours {ours * 1000:6.0f} ms   SDK alone {floor * 1000:6.0f} ms"
                   f"   extra {(ours - floor) * 1000:+5.0f} ms (goal <= +1000 ms)"
                   f" {'OK' if fine else 'MISSED'}")  # fmt: skip
-        detected = statistics.median([await connect_ours(logs, None) for _ in range(3)])
-        floor = statistics.median([await connect_sdk("legacy") for _ in range(3)])
+        detected = statistics.median([await connect_ours(logs, None) for _ in range(CONNECTS)])
+        floor = statistics.median([await connect_sdk("legacy") for _ in range(CONNECTS)])
         fine = detected <= floor + CONNECT_GOAL_S
         ok = ok and fine
         print(f"  detected    ours {detected * 1000:6.0f} ms   SDK legacy {floor * 1000:6.0f} ms"
@@ -117,12 +120,12 @@ async def main(calls: int, rounds: int) -> int:
         print(f"per call ({calls} calls x {rounds} rounds, medians): ours "
               f"{ours_call * 1e6:7.1f} us   SDK alone {floor_call * 1e6:7.1f} us   "
               f"ratio {ours_call / floor_call:.2f}x")  # fmt: skip
-    return 0 if ok else 1
+    return verdict(ok)
 
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser()
-    parser.add_argument("--calls", type=int, default=200)
-    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--calls", type=int, default=sized(200, 3))
+    parser.add_argument("--rounds", type=int, default=sized(5, 1))
     args = parser.parse_args()
     sys.exit(asyncio.run(main(args.calls, args.rounds)))

@@ -19,6 +19,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "server"))
 
+from _smoke import sized, verdict
+
 from cleveragents.transcripts import META, TranscriptStore
 
 GOAL_MS = 50.0
@@ -44,7 +46,7 @@ def timed(store: TranscriptStore) -> tuple[float, int]:
 
 def main() -> int:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--runs", type=int, default=10_000)
+    parser.add_argument("--runs", type=int, default=sized(10_000, 20))
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as scratch:
         state = Path(scratch)
@@ -61,7 +63,7 @@ def main() -> int:
         f"run/list over {args.runs} transcripts: {warm:.1f} ms warm "
         f"(goal <= {GOAL_MS:.0f} ms) {'OK' if ok else 'MISSED'}; first build {cold:.0f} ms"
     )
-    return 0 if ok else 1
+    return verdict(ok)
 
 
 if __name__ == "__main__":

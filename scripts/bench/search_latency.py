@@ -25,6 +25,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _rpc import Peer, daemon_argv, median, scratch, spawned, start_daemon_session
+from _smoke import sized
 
 GOAL_MS = 100.0
 TWELVE_STARS = "*a" * 11 + "*b"  # *a*a*a*a*a*a*a*a*a*a*a*b
@@ -43,17 +44,17 @@ def build_workspace(root: Path) -> None:
     """Long ``a…!`` lines in files with long names, random ``ab`` lines, a hostile .gitignore."""
     (root / ".gitignore").write_text(f"{TWELVE_STARS}x\n{'*a' * 600}b\n*.log\n")
     line = b"a" * 2000 + b"!\n"
-    for index in range(40):  # names of 40+ characters, half of them matching the glob
+    for index in range(sized(40, 2)):  # names of 40+ characters, half of them matching the glob
         name = "a" * (40 + index) + ("b" if index % 2 else "")
-        (root / name).write_bytes(line * 1000)  # 2 MB of pathological lines each
+        (root / name).write_bytes(line * sized(1000, 10))  # 2 MB of pathological lines each
     names = root / "names"
     names.mkdir()
-    for index in range(2000):
+    for index in range(sized(2000, 20)):
         (names / ("a" * (40 + index % 200) + str(index))).write_text("")
     (root / "ab").mkdir()
     rng = random.Random(0)
-    for index in range(4):
-        text = bytes(rng.choices(b"ab", k=1_000_000))
+    for index in range(sized(4, 1)):
+        text = bytes(rng.choices(b"ab", k=sized(1_000_000, 1000)))
         (root / "ab" / f"ab{index}.txt").write_bytes(text + b"\n")
 
 
