@@ -9,10 +9,12 @@ import re
 import subprocess
 import sys
 import tomllib
+from inspect import getsourcefile
 from pathlib import Path
 
 import pytest
 
+from cleveragents.llm import Provider, providers
 from kit.paths import ROOT
 
 PACKAGE = ROOT / "server" / "cleveragents"
@@ -29,13 +31,14 @@ ALLOWED: dict[str, set[str]] = {
     "client": {"tool", "protocol"},
     "acp": {"tool", "workspace", "llm", "protocol", "daemon", "mcp"},
 }
+# The providers whose adapters stand on an SDK, as the provider table says.
+SDK_PROVIDERS: list[Provider] = [p for p in providers() if p.package is not None]
+PROVIDER_SDKS = (*(str(p.package) for p in SDK_PROVIDERS), "mcp", "httpx", "httpx2")
 # The import names of what the core must never need: transports, wire codecs, provider
 # SDKs and the HTTP stacks they stand on (httpx2 is what the installed SDKs import).
 FORBIDDEN_IN_CORE = (
-    "pygls", "lsprotocol", "cattrs", "openai", "anthropic", "google.genai", "mcp",
-    "httpx", "httpx2", "httpcore", "httpcore2", "rich",
+    "pygls", "lsprotocol", "cattrs", *PROVIDER_SDKS, "httpcore", "httpcore2", "rich",
 )  # fmt: skip
-PROVIDER_SDKS = ("openai", "anthropic", "google.genai", "mcp", "httpx", "httpx2")
 
 
 def imports_of(path: Path) -> set[str]:
@@ -80,14 +83,27 @@ def test_starting_the_daemon_imports_no_provider_sdk() -> None:
     assert out.stdout.strip() == "[]"
 
 
+def _adapter_file(provider: Provider) -> str:
+    """The module of a provider's adapter, relative to the package."""
+    source = getsourcefile(provider.adapter) if provider.adapter is not None else None
+    assert source is not None, provider.name
+    return Path(source).resolve().relative_to(PACKAGE).as_posix()
+
+
 # Files whose third-party imports must come from the base dependencies plus one extra:
-# someone who installs only that extra gets a working package.
+# someone who installs only that extra gets a working package. An SDK provider's adapter
+# module takes its provider's extra.
 EXTRA_OF_FILE = {
     "mcp/": "mcp",
-    "llm/openai.py": "openai",
-    "llm/anthropic.py": "anthropic",
-    "llm/gemini.py": "gemini",
+    **{_adapter_file(p): p.extra for p in SDK_PROVIDERS if p.extra is not None},
 }
+
+
+def test_the_provider_lists_are_the_provider_table_s() -> None:
+    assert {"openai", "anthropic", "google.genai"} <= set(PROVIDER_SDKS)
+    assert {"llm/builtin/openai.py": "openai", "llm/builtin/gemini.py": "gemini"}.items() <= (
+        EXTRA_OF_FILE.items()
+    )
 
 
 def _declared_distributions(extra: str | None = None) -> set[str]:

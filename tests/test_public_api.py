@@ -36,7 +36,8 @@ PUBLIC: dict[str, set[str]] = {
     },
     "cleveragents.llm": {
         "ModelConfigError", "ModelProviderError", "ModelSource", "ModelSpec", "ScriptedModel",
-        "create_caller", "parse_model_spec", "resolve_model_spec",
+        "create_caller", "parse_model_spec", "resolve_model_spec", "Provider", "get_provider",
+        "providers", "register_provider",
     },
     "cleveragents.protocol": {
         "BY_NAME", "MAX_BODY", "METHODS", "PROTOCOL_VERSION", "FrameReader", "Method",

@@ -1,4 +1,5 @@
-"""Importing the adapters' modules must not import a provider SDK (fast daemon start)."""
+"""Importing the adapters' modules, and loading the whole provider table, must not import
+a provider SDK (fast daemon start)."""
 
 from __future__ import annotations
 
@@ -8,8 +9,10 @@ import sys
 SCRIPT = """
 import sys
 import cleveragents.tool, cleveragents.tool._router
-import cleveragents.llm.spec, cleveragents.llm.openai, cleveragents.llm.anthropic
-import cleveragents.llm.gemini, cleveragents.llm._retry, cleveragents.llm._clients
+import cleveragents.llm, cleveragents.llm.spec, cleveragents.llm._retry, cleveragents.llm._clients
+import cleveragents.llm.builtin.openai, cleveragents.llm.builtin.anthropic
+import cleveragents.llm.builtin.gemini
+assert {"openai", "anthropic", "gemini"} <= {p.name for p in cleveragents.llm.providers()}
 loaded = sorted({"openai", "anthropic", "google.genai", "httpx2"} & set(sys.modules))
 print(",".join(loaded))
 """

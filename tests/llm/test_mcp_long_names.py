@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from cleveragents.llm.openai import OpenAIChatCaller
+from cleveragents.llm.builtin.openai import OpenAIChatCaller
 from cleveragents.llm.spec import ModelSpec
 from cleveragents.mcp import McpServer, McpServerConfig
 from cleveragents.tool import (

@@ -6,8 +6,8 @@ import socket
 
 import pytest
 
+from cleveragents.llm.builtin.openai import OpenAIChatCaller
 from cleveragents.llm.errors import ModelProviderError
-from cleveragents.llm.openai import OpenAIChatCaller
 from cleveragents.llm.spec import ModelSpec
 from cleveragents.tool import Message
 

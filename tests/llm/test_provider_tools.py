@@ -6,11 +6,10 @@ from typing import Any
 
 import pytest
 
-from cleveragents.llm.anthropic import AnthropicCaller
-from cleveragents.llm.gemini import GeminiCaller
-from cleveragents.llm.openai import OpenAIChatCaller
-from cleveragents.llm.spec import ModelSpec
+from cleveragents.llm.spec import ModelSpec, create_caller
 from cleveragents.tool import CancelToken, LLMRequest, ToolActorContext, ToolSchema
+
+from .kits import sdk_providers
 
 SCHEMAS = (
     ToolSchema("files/read", "Read a file.", {"type": "object", "properties": {"path": {"type": "string"}}}),
@@ -36,12 +35,9 @@ def _request(tools: tuple[ToolSchema, ...]) -> LLMRequest:
     return LLMRequest([], tools, 1, ToolActorContext(), CancelToken(), lambda _text: None)
 
 
-@pytest.mark.parametrize(
-    ("caller_type", "source"),
-    [(OpenAIChatCaller, "openai"), (AnthropicCaller, "anthropic"), (GeminiCaller, "gemini")],
-)
-def test_the_same_tool_set_is_mapped_once(caller_type: Any, source: Any) -> None:
-    caller = caller_type(ModelSpec(source, model="m", base_url="http://127.0.0.1:9"))
+@pytest.mark.parametrize("source", sdk_providers())
+def test_the_same_tool_set_is_mapped_once(source: str) -> None:
+    caller: Any = create_caller(ModelSpec(source, model="m", base_url="http://127.0.0.1:9"))
     calls: list[Any] = []
     caller._router = _CountingRouter(caller._router, calls)
     first = caller.body(_request(SCHEMAS))

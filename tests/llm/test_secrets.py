@@ -10,77 +10,21 @@ from __future__ import annotations
 
 import logging
 import traceback
-from collections.abc import Callable
-from typing import Any
 
-import attrs
 import pytest
 
 from cleveragents.llm import _redact
 from cleveragents.llm._base import SdkCaller
-from cleveragents.llm.anthropic import AnthropicCaller
 from cleveragents.llm.errors import ModelProviderError
-from cleveragents.llm.gemini import GeminiCaller
-from cleveragents.llm.openai import OpenAIChatCaller
-from cleveragents.llm.spec import ModelSpec
 from cleveragents.tool import Message
 
-from . import test_anthropic, test_gemini, test_openai
-from .loopback import LoopbackServer, Recorded, Reply, data, event, json_reply, make_request
+from .kits import Kit, kits
+from .loopback import LoopbackServer, Reply, json_reply, make_request
 
 KEY = "pat-ca7Q2mZr9LwX4vN8bT1kHd6xyz"
 PASSWORD = "hunter2-basic-pw"
 TOKEN = "QUERYTOKEN-77aa"
 HISTORY = [Message("user", "hi")]
-
-
-@attrs.frozen
-class Provider:
-    name: str
-    key_env: str
-    build: Callable[[ModelSpec], SdkCaller]
-    base_path: str
-    error_body: Callable[[str], dict[str, Any]]
-    error_event: Callable[[str], str] | None
-    """``None`` where the provider has no error event inside a stream."""
-    ok: Callable[[], Reply]
-    sent_key: Callable[[Recorded], str]
-
-
-OPENAI = Provider(
-    "openai",
-    "OPENAI_API_KEY",
-    OpenAIChatCaller,
-    "/v1",
-    lambda text: {"error": {"message": text, "type": "invalid_request_error", "code": None}},
-    lambda text: data({"error": {"message": text, "type": "invalid_request_error"}}),
-    test_openai.text_stream,
-    lambda sent: sent.headers["authorization"].removeprefix("Bearer "),
-)
-ANTHROPIC = Provider(
-    "anthropic",
-    "ANTHROPIC_API_KEY",
-    AnthropicCaller,
-    "",
-    lambda text: {"type": "error", "error": {"type": "invalid_request_error", "message": text}},
-    lambda text: event(
-        {"type": "error", "error": {"type": "invalid_request_error", "message": text}}
-    ),
-    test_anthropic.text_stream,
-    lambda sent: (
-        sent.headers.get("x-api-key") or sent.headers["authorization"].removeprefix("Bearer ")
-    ),
-)
-GEMINI = Provider(
-    "gemini",
-    "GEMINI_API_KEY",
-    GeminiCaller,
-    "",
-    lambda text: {"error": {"code": 400, "message": text, "status": "INVALID_ARGUMENT"}},
-    None,
-    test_gemini.text_stream,
-    lambda sent: sent.headers["x-goog-api-key"],
-)
 
 
 @pytest.fixture(autouse=True)
@@ -90,22 +34,15 @@ def unguarded_logs() -> None:
         logger.removeFilter(_redact._FILTER)
 
 
-@pytest.fixture(params=[OPENAI, ANTHROPIC, GEMINI], ids=lambda p: p.name)
-def provider(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Provider:
-    chosen: Provider = request.param
-    monkeypatch.delenv("GOOGLE_API_KEY", raising=False)
-    monkeypatch.setenv(chosen.key_env, KEY)
+@pytest.fixture(params=kits(), ids=lambda kit: kit.name)
+def provider(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Kit:
+    chosen: Kit = request.param
+    chosen.set_key(monkeypatch, KEY)
     return chosen
 
 
-def caller(provider: Provider, server: LoopbackServer, base_url: str | None = None) -> SdkCaller:
-    spec = ModelSpec(
-        provider.name,  # type: ignore[arg-type]
-        model="m-test",
-        base_url=base_url or server.base_url + provider.base_path,
-        max_retries=0,
-    )
-    return provider.build(spec)
+def caller(provider: Kit, server: LoopbackServer, base_url: str | None = None) -> SdkCaller:
+    return provider.caller(server, base_url=base_url, max_retries=0)
 
 
 def leaks(text: str, secret: str = KEY) -> list[str]:
@@ -137,7 +74,7 @@ ECHOES = {
 
 @pytest.mark.parametrize("echo", ECHOES.values(), ids=ECHOES.keys())
 async def test_a_key_echoed_in_an_error_body_leaves_no_fragment_in_the_error_or_the_logs(
-    provider: Provider, server: LoopbackServer, caplog: pytest.LogCaptureFixture, echo: str
+    provider: Kit, server: LoopbackServer, caplog: pytest.LogCaptureFixture, echo: str
 ) -> None:
     caplog.set_level(logging.DEBUG)
     server.queue(json_reply(provider.error_body(f"Key {echo} may not use this tool."), 400))
@@ -147,15 +84,18 @@ async def test_a_key_echoed_in_an_error_body_leaves_no_fragment_in_the_error_or_
     assert leaks(everything_shown(exc, caplog)) == []
 
 
-@pytest.mark.parametrize("provider", [OPENAI, ANTHROPIC], ids=lambda p: p.name, indirect=True)
+@pytest.mark.parametrize(
+    "provider", [k for k in kits() if k.error_event], ids=lambda k: k.name, indirect=True
+)
 @pytest.mark.parametrize("echo", ECHOES.values(), ids=ECHOES.keys())
 async def test_a_key_echoed_in_an_error_event_mid_stream_is_cut_too(
-    provider: Provider, server: LoopbackServer, caplog: pytest.LogCaptureFixture, echo: str
+    provider: Kit, server: LoopbackServer, caplog: pytest.LogCaptureFixture, echo: str
 ) -> None:
     caplog.set_level(logging.DEBUG)
     assert provider.error_event is not None
+    revoked = provider.error_event("invalid_request_error", f"Key {echo} was revoked")
     server.queue(Reply(headers={"Content-Type": "text/event-stream"},
-                       chunks=[provider.error_event(f"Key {echo} was revoked").encode()]))  # fmt: skip
+                       chunks=[revoked.encode()]))  # fmt: skip
     exc = await failure_of(caller(provider, server))
     assert "mid-stream" in exc.message
     assert "was revoked" in exc.message
@@ -163,7 +103,7 @@ async def test_a_key_echoed_in_an_error_event_mid_stream_is_cut_too(
 
 
 async def test_a_key_echoed_in_response_headers_never_reaches_the_logs(
-    provider: Provider, server: LoopbackServer, caplog: pytest.LogCaptureFixture
+    provider: Kit, server: LoopbackServer, caplog: pytest.LogCaptureFixture
 ) -> None:
     caplog.set_level(logging.DEBUG)
     headers = {"x-request-id": KEY, "request-id": KEY, "x-echo-masked": ECHOES["masked"],
@@ -175,14 +115,14 @@ async def test_a_key_echoed_in_response_headers_never_reaches_the_logs(
 
 
 async def test_a_key_with_a_trailing_line_end_is_sent_stripped(
-    provider: Provider,
+    provider: Kit,
     server: LoopbackServer,
     caplog: pytest.LogCaptureFixture,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     caplog.set_level(logging.DEBUG)
     monkeypatch.setenv(provider.key_env, KEY + "\r\n")
-    server.queue(provider.ok())
+    server.queue(provider.text_stream("ok"))
     await caller(provider, server)(make_request(HISTORY))
     [sent] = server.requests
     assert provider.sent_key(sent) == KEY
@@ -190,7 +130,7 @@ async def test_a_key_with_a_trailing_line_end_is_sent_stripped(
 
 
 async def test_a_base_urls_credentials_and_query_never_reach_the_logs_or_the_error(
-    provider: Provider, server: LoopbackServer, caplog: pytest.LogCaptureFixture
+    provider: Kit, server: LoopbackServer, caplog: pytest.LogCaptureFixture
 ) -> None:
     caplog.set_level(logging.DEBUG)
     host = server.base_url.removeprefix("http://")

@@ -1,12 +1,24 @@
 """The models a run can use: model specs (:mod:`.spec`), their errors (:mod:`.errors`),
-the scripted model (:mod:`.scripted`) and the HTTP adapters over the official SDKs
-(:mod:`.openai`, :mod:`.anthropic`, :mod:`.gemini`).
+the open table of providers (``Provider``, ``register_provider``), the scripted model
+(:mod:`.scripted`), and the built-in providers (:mod:`.builtin`: OpenAI, Anthropic and
+Gemini, with their adapters over the official SDKs; the scripted model; the editor's).
 
 Stands on ``cleveragents.tool``'s public names only. Importing this package, or any of
 its modules, imports no provider SDK: an adapter imports its SDK when it is built. The
-names most callers need (specs, errors, the scripted model) are re-exported here.
+names most callers need (specs, errors, the provider table, the scripted model) are
+re-exported here.
+
+A provider added at run time, without editing this package::
+
+    register_codec("theirs", TheirCodec())          # cleveragents.tool; only for a new
+                                                    # wire format
+    register_provider(Provider(name="theirs", summary="...", key_envs=("THEIRS_KEY",),
+                               codec="theirs", adapter=TheirCaller))
+
+after which ``{"provider": "theirs", "model": "m"}`` and ``theirs:m`` are model specs.
 """
 
+from ._providers import Provider, get_provider, providers, register_provider
 from .errors import ModelConfigError, ModelProviderError
 from .scripted import ScriptedModel
 from .spec import ModelSource, ModelSpec, create_caller, parse_model_spec, resolve_model_spec
@@ -16,8 +28,12 @@ __all__ = [
     "ModelProviderError",
     "ModelSource",
     "ModelSpec",
+    "Provider",
     "ScriptedModel",
     "create_caller",
+    "get_provider",
     "parse_model_spec",
+    "providers",
+    "register_provider",
     "resolve_model_spec",
 ]

@@ -2,7 +2,9 @@
 the router, the retry policy, cancellation, the SDK clients' lifetime (``_clients``), and
 keeping the key and the ``baseUrl``'s credentials out of errors and logs (``_redact``).
 Each adapter adds its request body, its client, and how its SDK streams and fails;
-nothing here knows a provider's wire format.
+nothing here knows a provider: the SDK to import, its extra, the codec to speak and the
+key variables come from the spec's provider registration (``_providers``), so one
+adapter class can serve several providers that speak its API.
 """
 
 from __future__ import annotations
@@ -12,11 +14,12 @@ import functools
 import importlib
 from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Mapping, Sequence
-from typing import Any, ClassVar
+from typing import Any
 
-from cleveragents.tool import LLMRequest, LLMResponse, ProviderFormat, ToolCallRouter, ToolSchema
+from cleveragents.tool import LLMRequest, LLMResponse, ToolCallRouter, ToolSchema
 
 from ._clients import ClientPool
+from ._providers import Provider, get_provider
 from ._redact import guard_logs, remember, url_secrets
 from ._retry import (
     Failure,
@@ -34,7 +37,8 @@ NO_KEY = "no-key"
 
 
 class SdkCaller(ABC):
-    """An async ``LLMCaller`` over an official SDK, built from a ``ModelSpec``.
+    """An async ``LLMCaller`` over an official SDK, built from a ``ModelSpec`` of a
+    provider whose registration names the SDK (``package``) and the codec.
 
     One instance serves every call of every run that uses its spec, over one SDK client
     (one connection pool) per event loop; :meth:`aclose` closes them.
@@ -43,12 +47,9 @@ class SdkCaller(ABC):
     ``sleep`` waits between retries (``asyncio.sleep``; tests may record instead).
     """
 
-    provider: ClassVar[ProviderFormat]
-    package: ClassVar[str]
-    """The SDK's import name."""
-    extra: ClassVar[str]
-    """The ``cleveragents[...]`` extra that installs the SDK."""
-    example_spec: ClassVar[str]
+    provider: Provider
+    base_url: str | None
+    """The spec's ``baseUrl``, else the provider's, else ``None`` (the SDK's default)."""
 
     def __init__(
         self,
@@ -59,26 +60,30 @@ class SdkCaller(ABC):
         max_retry_after_s: float = 60.0,
         sleep: Sleep = asyncio.sleep,
     ) -> None:
-        name = self.provider
+        provider = self.provider = get_provider(spec.provider)
+        name = provider.name
+        if provider.package is None or provider.codec is None:
+            raise ModelConfigError(f"the {name} provider names no SDK package or codec")
         if not spec.model:
             raise ModelConfigError(
-                f"the {name} model spec needs a model, e.g. '{self.example_spec}'"
+                f"the {name} model spec needs a model, e.g. '{provider.example_spec}'"
             )
         try:
-            self._sdk: Any = importlib.import_module(self.package)
+            self._sdk: Any = importlib.import_module(provider.package)
         except ImportError:
+            how = f": pip install 'cleveragents[{provider.extra}]'" if provider.extra else ""
             raise ModelConfigError(
-                f"the {name} provider needs the '{self.package}' package: "
-                f"pip install 'cleveragents[{self.extra}]'"
+                f"the {name} provider needs the '{provider.package}' package{how}"
             ) from None
         self.spec = spec
+        self.base_url = spec.base_url or provider.base_url
         if not spec.api_key() and not spec.base_url:
             raise ModelConfigError(
                 f"no API key for {spec.describe()}: set {spec.key_env()}, "
                 "or give a baseUrl for a server that needs none"
             )
         guard_logs()  # the SDK, and the HTTP stack under it, are imported by now
-        self._router = ToolCallRouter(name)
+        self._router = ToolCallRouter(provider.codec)
         self._policy = RetryPolicy(spec.max_retries, base_delay_s, max_delay_s, max_retry_after_s)
         self._sleep = sleep
         self._clients = ClientPool(self._new_client, self._close_client)
@@ -141,7 +146,7 @@ class SdkCaller(ABC):
         body = self.body(request)
         key = self.spec.api_key()
         # Read per call, since the environment may change between runs of one caller.
-        secrets = (*((key,) if key else ()), *url_secrets(self.spec.base_url))
+        secrets = (*((key,) if key else ()), *url_secrets(self.base_url))
         remember(secrets)
         client = await self._clients.get(key or NO_KEY)
         return await stream_with_retries(

@@ -12,8 +12,9 @@ Owns:
   (``httpx2`` logs each request URL at INFO; ``httpcore2`` logs response headers and
   refused request headers at DEBUG).
 
-Deliberately knows no SDK and no provider's error shape: ``_retry`` decides what text to
-show, this module only cuts. Every pattern here runs in linear time, so a hostile error
+Deliberately knows no SDK and no provider's error shape: the SDKs' logger names come
+from the provider registrations (``_providers``), ``_retry`` decides what text to show,
+and this module only cuts. Every pattern here runs in linear time, so a hostile error
 body or log line cannot stall the daemon; callers bound error text before cutting it.
 """
 
@@ -26,6 +27,8 @@ from collections.abc import Iterable
 from urllib.parse import parse_qsl, urlsplit
 
 import attrs
+
+from ._providers import providers
 
 MIN_FRAGMENT = 6
 """The shortest run of a key's characters that is recognised, and cut, anywhere."""
@@ -144,11 +147,9 @@ class _ScrubRecords(logging.Filter):
 _FILTER = _ScrubRecords()
 _FORMATTER = logging.Formatter()
 
-HTTP_STACK = (
-    "httpx2", "httpcore2", "httpx", "httpcore", "h11", "h2", "openai", "anthropic",
-    "google_genai",
-)  # fmt: skip
-"""Top-level logger names of the SDKs and the HTTP stack under them."""
+HTTP_STACK = ("httpx2", "httpcore2", "httpx", "httpcore", "h11", "h2")
+"""Top-level logger names of the HTTP stack under the SDKs (the SDKs' own are in their
+provider registrations)."""
 
 _MODULE_LOGGERS = (
     "httpcore2.connection",
@@ -156,28 +157,27 @@ _MODULE_LOGGERS = (
     "httpcore2.http2",
     "httpcore2.proxy",
     "httpcore2.socks",
-    "openai._base_client",
-    "openai._response",
-    "openai._legacy_response",
-    "anthropic._base_client",
-    "anthropic._response",
-    "anthropic._legacy_response",
-    "anthropic._tracing",
-    "google_genai._api_client",
-    "google_genai._common",
-    "google_genai.models",
-    "google_genai.types",
 )
 """Loggers the stack creates per module, named here so that they are guarded even before
 their module is imported (a logger's filters see only records made on that logger, not
 on its children)."""
 
 
-def guard_logs() -> None:
-    """Put the scrubbing filter on every logger of the HTTP stack that exists now, and on
-    the per-module ones named above. Idempotent; call it after importing an SDK."""
-    existing = list(logging.Logger.manager.loggerDict)
+def guarded_loggers() -> set[str]:
+    """The logger names :func:`guard_logs` guards by name: the HTTP stack's, and those
+    of every registered provider (``Provider.loggers``)."""
     names = {*HTTP_STACK, *_MODULE_LOGGERS}
-    names.update(n for n in existing if n.split(".", 1)[0] in HTTP_STACK)
+    for provider in providers():
+        names.update(provider.loggers)
+    return names
+
+
+def guard_logs() -> None:
+    """Put the scrubbing filter on every logger named by :func:`guarded_loggers`, and on
+    every existing logger below one of their top-level names. Idempotent; call it after
+    importing an SDK."""
+    names = guarded_loggers()
+    roots = {name.split(".", 1)[0] for name in names}
+    names.update(n for n in list(logging.Logger.manager.loggerDict) if n.split(".", 1)[0] in roots)
     for name in names:
         logging.getLogger(name).addFilter(_FILTER)

@@ -6,6 +6,8 @@
 
 ``ModelConfigError`` is raised before a run starts (a spec, a missing key or SDK extra);
 ``ModelProviderError`` ends a run as failed, with a message that never holds a key.
+Neither inherits a built-in exception, so no ``except ValueError`` (or other built-in)
+can catch and relabel one: catch them by class, or ``CleverAgentsError``.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from cleveragents.tool import CleverAgentsError
 __all__ = ["ModelConfigError", "ModelProviderError"]
 
 
-class ModelConfigError(CleverAgentsError, ValueError):
+class ModelConfigError(CleverAgentsError):
     """No model, a malformed model spec, a missing key, script file or SDK extra."""
 
     code = -32020

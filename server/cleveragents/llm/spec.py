@@ -1,7 +1,10 @@
-"""Model specs: parse ``scripted:PATH``, ``openai:MODEL``, ``anthropic:MODEL``,
-``gemini:MODEL``, ``client`` and the object form, and build the matching ``LLMCaller``.
+"""Model specs: parse ``NAME:MODEL`` (``openai:gpt-4o-mini``), ``scripted:PATH``,
+``client`` and the object form, and build the matching ``LLMCaller``.
 
-Provider modules are imported lazily here, so importing this module (and starting the
+Which names exist, what follows each name's ``:``, where its key is read from and how
+its caller is built all come from the provider table (``_providers``): nothing here
+names a provider, and a provider registered at run time parses like a built-in one.
+Provider modules are imported lazily, so importing this module (and starting the
 daemon) never imports a provider SDK.
 """
 
@@ -9,45 +12,56 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from typing import Any, Literal, get_args
+from typing import Any, TypeAlias
 
 import attrs
 
 from cleveragents.tool import LLMCaller
 
+from ._providers import Provider, find_provider, get_provider, providers
 from .errors import ModelConfigError
 
-ModelSource = Literal["scripted", "openai", "anthropic", "gemini", "client"]
-"""Where a run's model answers come from: a script, an HTTP provider, or the client."""
-MODEL_SOURCES: tuple[ModelSource, ...] = get_args(ModelSource)
-HTTP_PROVIDERS: tuple[ModelSource, ...] = ("openai", "anthropic", "gemini")
-
-KEY_ENVS: dict[ModelSource, tuple[str, ...]] = {
-    "openai": ("OPENAI_API_KEY",),
-    "anthropic": ("ANTHROPIC_API_KEY",),
-    # As the google-genai SDK reads them: GOOGLE_API_KEY wins when both are set.
-    "gemini": ("GOOGLE_API_KEY", "GEMINI_API_KEY"),
-}
-"""The variables an HTTP provider's key is read from when the spec names none."""
+ModelSource: TypeAlias = str
+"""Where a run's model answers come from: a registered provider's name (``openai``,
+``scripted``, ``client``, ... see :func:`~cleveragents.llm.providers`)."""
 
 MODEL_ENV_VAR = "CLEVERAGENTS_MODEL"
 
-ACCEPTED_FORMS = (
-    "a model spec is 'scripted:PATH', 'openai:MODEL', 'anthropic:MODEL', 'gemini:MODEL' "
-    "or 'client', "
-    "or an object {provider, model?, baseUrl?, apiKeyEnv?, script?, maxTokens?, temperature?}"
+_OBJECT_FORM = (
+    "{provider, model?, baseUrl?, apiKeyEnv?, script?, path?, maxTokens?, temperature?, "
+    "timeoutMs?, maxRetries?}"
 )
+_LISTED_FIRST = {"model": 0, "script": 1, "nothing": 2}
 
-HOW_TO_SET_A_MODEL = (
-    "no model is configured: pass 'model' in run/start or in initializationOptions, "
-    f"or set {MODEL_ENV_VAR}; for example 'scripted:turns.json', 'openai:gpt-4o-mini', "
-    "'anthropic:claude-sonnet-4-5', 'gemini:gemini-2.5-flash' or 'client'"
-)
+
+def _listed() -> list[Provider]:
+    """The providers as messages list them: those taking a model, then the others."""
+    return sorted(providers(), key=lambda p: _LISTED_FIRST[p.takes])
+
+
+def _either(items: list[str]) -> str:
+    return ", ".join(items[:-1]) + " or " + items[-1] if len(items) > 1 else "".join(items)
+
+
+def accepted_forms() -> str:
+    """The end of every malformed-spec message: each provider's form, and the object."""
+    forms = _either([f"'{p.form}'" for p in _listed()])
+    return f"a model spec is {forms}, or an object {_OBJECT_FORM}"
+
+
+def how_to_set_a_model() -> str:
+    """The message of a run that has no model anywhere."""
+    examples = _either([f"'{p.example_spec}'" for p in _listed()])
+    return (
+        "no model is configured: pass 'model' in run/start or in initializationOptions, "
+        f"or set {MODEL_ENV_VAR}; for example {examples}"
+    )
 
 
 @attrs.define(slots=True, frozen=True)
 class ModelSpec:
-    """A parsed model spec. ``script`` holds inline scripted turns (object form)."""
+    """A parsed model spec. ``provider`` is a registered provider's name; ``script``
+    holds inline scripted turns (object form)."""
 
     provider: ModelSource
     model: str | None = None
@@ -83,14 +97,19 @@ class ModelSpec:
         return " or ".join(names) if names else "no key variable"
 
     def _key_envs(self) -> tuple[str, ...]:
-        return (self.api_key_env,) if self.api_key_env else KEY_ENVS.get(self.provider, ())
+        if self.api_key_env:
+            return (self.api_key_env,)
+        provider = find_provider(self.provider)
+        return provider.key_envs if provider is not None else ()
 
     def describe(self) -> str:
         """A short, secret-free label for logs and transcripts."""
-        if self.provider == "scripted":
-            return f"scripted:{self.path}" if self.path else "scripted:<inline>"
-        if self.provider == "client":
-            return "client"
+        provider = find_provider(self.provider)
+        takes = provider.takes if provider is not None else "model"
+        if takes == "script":
+            return f"{self.provider}:{self.path}" if self.path else f"{self.provider}:<inline>"
+        if takes == "nothing":
+            return self.provider
         return f"{self.provider}:{self.model}"
 
 
@@ -116,30 +135,36 @@ def parse_model_spec(value: object) -> ModelSpec:
         return _parse_string(value)
     if isinstance(value, Mapping):
         return _parse_object(value)
-    raise ModelConfigError(f"invalid model spec {value!r}: {ACCEPTED_FORMS}")
+    raise ModelConfigError(f"invalid model spec {value!r}: {accepted_forms()}")
 
 
 def _parse_string(text: str) -> ModelSpec:
     text = text.strip()
-    if text == "client":
-        return ModelSpec("client")
-    provider, sep, rest = text.partition(":")
-    if not sep or not rest:
-        raise ModelConfigError(f"invalid model spec {text!r}: {ACCEPTED_FORMS}")
-    if provider == "scripted":
-        return ModelSpec("scripted", path=rest)
-    if provider in HTTP_PROVIDERS:
-        return ModelSpec(provider, model=rest)
-    raise ModelConfigError(f"unknown model provider {provider!r}: {ACCEPTED_FORMS}")
+    name, sep, rest = text.partition(":")
+    provider = find_provider(name)
+    if provider is None:
+        if sep:
+            raise ModelConfigError(f"unknown model provider {name!r}: {accepted_forms()}")
+        raise ModelConfigError(f"invalid model spec {text!r}: {accepted_forms()}")
+    if provider.takes == "nothing":
+        if sep:
+            raise ModelConfigError(f"invalid model spec {text!r}: {accepted_forms()}")
+        return ModelSpec(name)
+    if not rest:
+        raise ModelConfigError(f"invalid model spec {text!r}: {accepted_forms()}")
+    if provider.takes == "script":
+        return ModelSpec(name, path=rest)
+    return ModelSpec(name, model=rest)
 
 
 def _parse_object(obj: Mapping[str, Any]) -> ModelSpec:
     unknown = sorted(set(obj) - _OBJECT_KEYS)
     if unknown:
-        raise ModelConfigError(f"unknown model spec field {unknown[0]!r}: {ACCEPTED_FORMS}")
-    provider = obj.get("provider")
-    if provider not in MODEL_SOURCES:
-        raise ModelConfigError(f"unknown model provider {provider!r}: {ACCEPTED_FORMS}")
+        raise ModelConfigError(f"unknown model spec field {unknown[0]!r}: {accepted_forms()}")
+    name = obj.get("provider")
+    provider = find_provider(name)
+    if provider is None:
+        raise ModelConfigError(f"unknown model provider {name!r}: {accepted_forms()}")
 
     def opt(key: str, kind: type | tuple[type, ...]) -> Any:
         val = obj.get(key)
@@ -153,15 +178,17 @@ def _parse_object(obj: Mapping[str, Any]) -> ModelSpec:
         not isinstance(script, list) or not all(isinstance(t, Mapping) for t in script)
     ):
         raise ModelConfigError("model spec field 'script' must be a list of turn objects")
-    if provider in HTTP_PROVIDERS and not model:
-        raise ModelConfigError(f"model spec for {provider} needs 'model': {ACCEPTED_FORMS}")
+    if provider.takes == "model" and not model:
+        raise ModelConfigError(f"model spec for {provider.name} needs 'model': {accepted_forms()}")
     path = opt("path", str)
-    if provider == "scripted" and script is None and path is None:
-        raise ModelConfigError("scripted model spec needs 'script' (a list of turns) or 'path'")
+    if provider.takes == "script" and script is None and path is None:
+        raise ModelConfigError(
+            f"{provider.name} model spec needs 'script' (a list of turns) or 'path'"
+        )
     timeout_ms = opt("timeoutMs", (int, float))
     max_retries = opt("maxRetries", int)
     return ModelSpec(
-        provider,
+        provider.name,
         model=model,
         base_url=opt("baseUrl", str),
         api_key_env=opt("apiKeyEnv", str),
@@ -182,28 +209,13 @@ def resolve_model_spec(*candidates: object) -> ModelSpec:
     env = os.environ.get(MODEL_ENV_VAR)
     if env:
         return parse_model_spec(env)
-    raise ModelConfigError(HOW_TO_SET_A_MODEL)
+    raise ModelConfigError(how_to_set_a_model())
 
 
 def create_caller(spec: ModelSpec) -> LLMCaller:
-    """Build the caller for a spec. ``client`` models are built by the daemon, not here."""
-    if spec.provider == "scripted":
-        from .scripted import ScriptedModel
-
-        if spec.script is not None:
-            return ScriptedModel(list(spec.script))
-        assert spec.path is not None
-        return ScriptedModel.from_file(spec.path)
-    if spec.provider == "openai":
-        from .openai import OpenAIChatCaller
-
-        return OpenAIChatCaller(spec)
-    if spec.provider == "anthropic":
-        from .anthropic import AnthropicCaller
-
-        return AnthropicCaller(spec)
-    if spec.provider == "gemini":
-        from .gemini import GeminiCaller
-
-        return GeminiCaller(spec)
-    raise ModelConfigError("the 'client' model is served by the daemon (llm/generate)")
+    """Build the caller for a spec with its provider's adapter. A provider without one
+    (``client``: the daemon asks the editor through ``llm/generate``) is refused."""
+    provider = get_provider(spec.provider)
+    if provider.adapter is None:
+        raise ModelConfigError(f"the {provider.name!r} model is not built here: {provider.summary}")
+    return provider.adapter(spec)

@@ -1,8 +1,8 @@
-"""``anthropic:MODEL``: an ``LLMCaller`` over the messages API, always streamed.
+"""``anthropic:MODEL``: the provider's registration, and its ``LLMCaller`` over the
+messages API, always streamed.
 
-Owns the request body and the client; the wire format is
-``ToolCallRouter("anthropic")``'s, and retries, error messages and cancellation are
-``_retry``'s.
+Owns the request body and the client; the wire format is the ``anthropic`` codec's, and
+retries, error messages and cancellation are ``_retry``'s.
 
 The ``anthropic`` SDK is an optional extra, imported when a caller is built, never when
 ``cleveragents.llm`` is. The SDK's own retries are off (``max_retries=0``) so that one
@@ -16,7 +16,8 @@ from typing import Any
 
 from cleveragents.tool import LLMRequest
 
-from ._base import SdkCaller
+from .._base import SdkCaller
+from .._providers import Provider
 
 DEFAULT_MAX_TOKENS = 4096
 """The messages API requires ``max_tokens``; used when the spec sets none."""
@@ -28,11 +29,6 @@ class AnthropicCaller(SdkCaller):
     The keyword arguments tune the retry policy; tests shrink them to milliseconds.
     ``sleep`` waits between retries (``asyncio.sleep``; tests may record instead).
     """
-
-    provider = "anthropic"
-    package = "anthropic"
-    example_spec = "anthropic:claude-sonnet-4-5"
-    extra = "anthropic"
 
     def body(self, request: LLMRequest) -> dict[str, Any]:
         """The keyword arguments of ``messages.create`` for one call (never the key)."""
@@ -56,7 +52,7 @@ class AnthropicCaller(SdkCaller):
 
     def _new_client(self, key: str) -> Any:
         return self._sdk.AsyncAnthropic(
-            api_key=key, base_url=self.spec.base_url, timeout=self.spec.timeout_s, max_retries=0
+            api_key=key, base_url=self.base_url, timeout=self.spec.timeout_s, max_retries=0
         )
 
     async def _close_client(self, client: Any) -> None:
@@ -64,3 +60,22 @@ class AnthropicCaller(SdkCaller):
 
     def _open_stream(self, client: Any, body: dict[str, Any]) -> Any:
         return client.messages.create(**body)
+
+
+PROVIDER = Provider(
+    name="anthropic",
+    summary="the Anthropic messages API",
+    example="claude-sonnet-4-5",
+    key_envs=("ANTHROPIC_API_KEY",),
+    package="anthropic",
+    extra="anthropic",
+    loggers=(
+        "anthropic",
+        "anthropic._base_client",
+        "anthropic._response",
+        "anthropic._legacy_response",
+        "anthropic._tracing",
+    ),
+    codec="anthropic",
+    adapter=AnthropicCaller,
+)

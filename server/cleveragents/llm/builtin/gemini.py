@@ -1,9 +1,10 @@
-"""``gemini:MODEL``: an ``LLMCaller`` over the Gemini API (``streamGenerateContent``),
-always streamed, through the official ``google-genai`` SDK.
+"""``gemini:MODEL``: the provider's registration, and its ``LLMCaller`` over the Gemini
+API (``streamGenerateContent``), always streamed, through the official ``google-genai``
+SDK.
 
 Owns the request, the client, and the mapping of the SDK's errors; the wire format is
-``ToolCallRouter("gemini")``'s (names that start with a letter or ``_``, schemas cleaned
-of what Gemini refuses), and retries and cancellation are ``_retry``'s.
+the ``gemini`` codec's (names that start with a letter or ``_``, schemas cleaned of what
+Gemini refuses), and retries and cancellation are ``_retry``'s.
 
 The SDK is an optional extra (``cleveragents[gemini]``), imported when a caller is
 built, never when ``cleveragents.llm`` is. The caller gives the SDK its own ``httpx2``
@@ -23,8 +24,9 @@ import attrs
 
 from cleveragents.tool import LLMRequest
 
-from ._base import SdkCaller
-from ._retry import Failure, classify_common, classify_status, retry_after_seconds
+from .._base import SdkCaller
+from .._providers import Provider
+from .._retry import Failure, classify_common, classify_status, retry_after_seconds
 
 _RETRY_INFO = "type.googleapis.com/google.rpc.RetryInfo"
 _SECONDS = re.compile(r"(\d+(?:\.\d+)?)s")
@@ -37,11 +39,6 @@ class GeminiCaller(SdkCaller):
     The keyword arguments tune the retry policy; tests shrink them to milliseconds.
     ``sleep`` waits between retries (``asyncio.sleep``; tests may record instead).
     """
-
-    provider = "gemini"
-    package = "google.genai"
-    extra = "gemini"
-    example_spec = "gemini:gemini-2.5-flash"
 
     def body(self, request: LLMRequest) -> dict[str, Any]:
         """The keyword arguments of ``generate_content_stream`` (never the key)."""
@@ -67,7 +64,7 @@ class GeminiCaller(SdkCaller):
 
         http = httpx2.AsyncClient(timeout=self.spec.timeout_s)
         options = self._sdk.types.HttpOptions(
-            base_url=self.spec.base_url,
+            base_url=self.base_url,
             timeout=round(self.spec.timeout_s * 1000),
             httpx_async_client=http,
         )
@@ -161,3 +158,23 @@ def _retry_delay(details: object) -> float | None:
             if match:
                 return float(match.group(1))
     return None
+
+
+PROVIDER = Provider(
+    name="gemini",
+    summary="the Gemini API (Google AI Studio keys)",
+    example="gemini-2.5-flash",
+    # As the google-genai SDK reads them: GOOGLE_API_KEY wins when both are set.
+    key_envs=("GOOGLE_API_KEY", "GEMINI_API_KEY"),
+    package="google.genai",
+    extra="gemini",
+    loggers=(
+        "google_genai",
+        "google_genai._api_client",
+        "google_genai._common",
+        "google_genai.models",
+        "google_genai.types",
+    ),
+    codec="gemini",
+    adapter=GeminiCaller,
+)

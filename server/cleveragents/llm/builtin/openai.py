@@ -1,9 +1,11 @@
-"""``openai:MODEL``: an ``LLMCaller`` over the chat-completions API, always streamed.
+"""``openai:MODEL``: the provider's registration, and its ``LLMCaller`` over the
+chat-completions API, always streamed.
 
 Works with OpenAI and with any compatible server through ``baseUrl`` (vLLM, Ollama,
-llama.cpp, ...). Owns the request body and the client; the wire format is
-``ToolCallRouter("openai")``'s, and retries, error messages and cancellation are
-``_retry``'s.
+llama.cpp, ...). Owns the request body and the client; the wire format is the
+``openai`` codec's, and retries, error messages and cancellation are ``_retry``'s. A
+hosted service that speaks the same API is one more registration whose ``adapter`` is
+:class:`OpenAIChatCaller`, with its own name, key variables and ``base_url``.
 
 The ``openai`` SDK is an optional extra, imported when a caller is built, never when
 ``cleveragents.llm`` is. The SDK's own retries are off (``max_retries=0``) so that one
@@ -16,7 +18,8 @@ from typing import Any
 
 from cleveragents.tool import LLMRequest
 
-from ._base import SdkCaller
+from .._base import SdkCaller
+from .._providers import Provider
 
 
 class OpenAIChatCaller(SdkCaller):
@@ -26,11 +29,6 @@ class OpenAIChatCaller(SdkCaller):
     The keyword arguments tune the retry policy; tests shrink them to milliseconds.
     ``sleep`` waits between retries (``asyncio.sleep``; tests may record instead).
     """
-
-    provider = "openai"
-    package = "openai"
-    example_spec = "openai:gpt-4o-mini"
-    extra = "openai"
 
     def body(self, request: LLMRequest) -> dict[str, Any]:
         """The chat-completions request body for one call (the key is never in it)."""
@@ -47,7 +45,7 @@ class OpenAIChatCaller(SdkCaller):
         if spec.max_tokens is not None:
             # OpenAI's newer models refuse max_tokens; compatible servers may not know
             # max_completion_tokens yet.
-            body["max_completion_tokens" if spec.base_url is None else "max_tokens"] = (
+            body["max_completion_tokens" if self.base_url is None else "max_tokens"] = (
                 spec.max_tokens
             )
         if spec.temperature is not None:
@@ -56,7 +54,7 @@ class OpenAIChatCaller(SdkCaller):
 
     def _new_client(self, key: str) -> Any:
         return self._sdk.AsyncOpenAI(
-            api_key=key, base_url=self.spec.base_url, timeout=self.spec.timeout_s, max_retries=0
+            api_key=key, base_url=self.base_url, timeout=self.spec.timeout_s, max_retries=0
         )
 
     async def _close_client(self, client: Any) -> None:
@@ -64,3 +62,16 @@ class OpenAIChatCaller(SdkCaller):
 
     def _open_stream(self, client: Any, body: dict[str, Any]) -> Any:
         return client.chat.completions.create(**body)
+
+
+PROVIDER = Provider(
+    name="openai",
+    summary="the chat-completions API of OpenAI, or of any compatible server (`baseUrl`)",
+    example="gpt-4o-mini",
+    key_envs=("OPENAI_API_KEY",),
+    package="openai",
+    extra="openai",
+    loggers=("openai", "openai._base_client", "openai._response", "openai._legacy_response"),
+    codec="openai",
+    adapter=OpenAIChatCaller,
+)

@@ -1,0 +1,29 @@
+"""``scripted:PATH``: the scripted model's registration. The model itself, a public
+class, is :class:`cleveragents.llm.scripted.ScriptedModel`."""
+
+from __future__ import annotations
+
+from cleveragents.tool import LLMCaller
+
+from .._providers import Provider
+from ..errors import ModelConfigError
+from ..scripted import ScriptedModel
+from ..spec import ModelSpec
+
+
+def build(spec: ModelSpec) -> LLMCaller:
+    """Inline turns (the object form's ``script``), else the file at ``path``."""
+    if spec.script is not None:
+        return ScriptedModel(list(spec.script))
+    if spec.path is None:
+        raise ModelConfigError("scripted model spec needs 'script' (a list of turns) or 'path'")
+    return ScriptedModel.from_file(spec.path)
+
+
+PROVIDER = Provider(
+    name="scripted",
+    summary="a JSON file of turns, replayed (no key, no network)",
+    takes="script",
+    example="turns.json",
+    adapter=build,
+)
