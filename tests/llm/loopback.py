@@ -1,6 +1,8 @@
 """A scripted HTTP server on 127.0.0.1 for testing the provider adapters through their SDKs.
 
-Each test queues replies; each request takes the next one, in order. A reply is JSON, a
+Each test queues replies; each request takes the next one, in order. A stateful fake
+gives ``respond`` instead, which decides each reply from the request (and may refuse
+it, as the real API would). A reply is JSON, a
 stream of Server-Sent Events (written in HTTP chunks exactly as given, so an event can
 be split mid-JSON), or a hang that holds the connection until the client goes away or
 the server stops. Every request is recorded with its headers and JSON body.
@@ -19,7 +21,7 @@ import json
 import select
 import socket
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -78,8 +80,11 @@ class LoopbackServer:
     each time a connection ends.
     """
 
-    def __init__(self, *, keep_alive: bool = False) -> None:
+    def __init__(
+        self, *, keep_alive: bool = False, respond: Callable[[Recorded], Reply] | None = None
+    ) -> None:
         self.keep_alive = keep_alive
+        self.respond = respond
         self.connections = 0
         self.closed = threading.Semaphore(0)
         self.replies: list[Reply] = []
@@ -116,9 +121,12 @@ class LoopbackServer:
     def _next(self, recorded: Recorded) -> Reply:
         with self._lock:
             self.requests.append(recorded)
-            reply = (
-                self.replies.pop(0) if self.replies else json_reply({"error": "unscripted"}, 599)
-            )
+            if self.respond is not None:
+                reply = self.respond(recorded)
+            elif self.replies:
+                reply = self.replies.pop(0)
+            else:
+                reply = json_reply({"error": "unscripted"}, 599)
         self.request_seen.set()
         return reply
 

@@ -34,8 +34,9 @@ _OBJECT_FORM = (
 _LISTED_FIRST = {"model": 0, "script": 1, "nothing": 2}
 
 
-def _listed() -> list[Provider]:
-    """The providers as messages list them: those taking a model, then the others."""
+def listed_providers() -> list[Provider]:
+    """The providers as messages and docs/models.md list them: those taking a model,
+    then the others, each group in the table's order."""
     return sorted(providers(), key=lambda p: _LISTED_FIRST[p.takes])
 
 
@@ -45,13 +46,13 @@ def _either(items: list[str]) -> str:
 
 def accepted_forms() -> str:
     """The end of every malformed-spec message: each provider's form, and the object."""
-    forms = _either([f"'{p.form}'" for p in _listed()])
+    forms = _either([f"'{p.form}'" for p in listed_providers()])
     return f"a model spec is {forms}, or an object {_OBJECT_FORM}"
 
 
 def how_to_set_a_model() -> str:
     """The message of a run that has no model anywhere."""
-    examples = _either([f"'{p.example_spec}'" for p in _listed()])
+    examples = _either([f"'{p.example_spec}'" for p in listed_providers()])
     return (
         "no model is configured: pass 'model' in run/start or in initializationOptions, "
         f"or set {MODEL_ENV_VAR}; for example {examples}"
