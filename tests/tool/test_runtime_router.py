@@ -1,134 +1,94 @@
-"""The runtime uses the router it is given: it builds the provider's tool schemas once
-per run (``LLMRequest.provider_tools``, rebuilt only when the registry changes) and
-decodes the tool names the model answers with."""
+"""The runtime speaks tool names as the registry knows them and takes no router:
+translating tools and names to a provider's wire format is the model caller's, which
+holds its own ``ToolCallRouter`` (as every adapter in ``cleveragents.llm`` does)."""
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
 from typing import Any
 
 import pytest
-from toolkit import spec
 
 from cleveragents.tool import (
     LLMRequest,
     LLMResponse,
-    ToolCall,
     ToolCallingRuntime,
     ToolCallRouter,
     ToolRegistry,
     ToolRunner,
-    ToolSchema,
+    ToolSpec,
 )
 
 MODES = ["sync", "async"]
 
 
-def run(rt: ToolCallingRuntime, mode: str) -> Any:
-    if mode == "sync":
-        return rt.run_tool_loop("go")
-    return asyncio.run(rt.arun_tool_loop("go"))
+def returns(value: str) -> Any:
+    return lambda inputs: value
 
 
-class CountingRouter:
-    """Encodes ``a/b`` as ``a__b``; counts the schema builds."""
+def registry_of(*names: str) -> ToolRegistry:
+    """A registry of tools that each answer their own name."""
+    registry = ToolRegistry()
+    for name in names:
+        registry.register(ToolSpec(name, f"The {name} tool.", {"type": "object"}, returns(name)))
+    return registry
+
+
+class RoutedModel:
+    """A caller that owns its router, as the adapters do: it offers the tools in the
+    OpenAI format, and reads its "provider's" streamed answer (an encoded tool name)
+    back through the router, so the runtime gets the registry's names."""
+
+    blocking = False
 
     def __init__(self) -> None:
-        self.builds = 0
+        self.router = ToolCallRouter("openai")
+        self.offered: list[Any] = []
+        self.requests: list[LLMRequest] = []
 
-    def tools(self, schemas: Sequence[ToolSchema]) -> list[dict[str, Any]]:
-        self.builds += 1
-        return [{"name": s.name.replace("/", "__")} for s in schemas]
-
-    def decode_name(self, encoded: str) -> str:
-        return encoded.replace("__", "/")
-
-    def encode_name(self, name: str) -> str:
-        return name.replace("/", "__")
+    def __call__(self, request: LLMRequest) -> LLMResponse:
+        self.requests.append(request)
+        self.offered.append(self.router.tools(request.tools))
+        stream = self.router.stream(iteration=request.iteration)
+        if request.iteration == 1:
+            name = self.router.encode_name("plan/read")
+            call = {"index": 0, "id": "c1", "function": {"name": name, "arguments": "{}"}}
+            stream.feed({"choices": [{"index": 0, "delta": {"tool_calls": [call]}}]})
+            stream.feed({"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]})
+        else:
+            stream.feed({"choices": [{"index": 0, "delta": {"content": "done"},
+                                      "finish_reason": "stop"}]})  # fmt: skip
+        return stream.result()
 
 
 @pytest.mark.parametrize("mode", MODES)
-def test_provider_tools_are_built_once_per_run_and_names_decoded(mode: str) -> None:
-    registry = ToolRegistry()
-    registry.register(spec("t/echo", lambda inputs: "echoed"))
-    seen: list[Any] = []
-
-    def model(request: LLMRequest) -> LLMResponse:
-        seen.append(request.provider_tools)
-        if request.iteration <= 3:
-            return LLMResponse("", [ToolCall("", "t__echo", {})])
-        return LLMResponse("done")
-
-    router = CountingRouter()
-    rt = ToolCallingRuntime(registry, ToolRunner(registry), model, router=router)
-    result = run(rt, mode)
-    assert [r.tool_name for r in result.tool_call_history] == ["t/echo"] * 3
-    assert all(r.success for r in result.tool_call_history)
-    assert seen[0] == [{"name": "t__echo"}]
-    assert all(tools is seen[0] for tools in seen)  # one build, reused every iteration
-    assert router.builds == 1
-
-
-def test_provider_tools_are_rebuilt_when_the_registry_changes_mid_run() -> None:
-    registry = ToolRegistry()
-    registry.register(spec("t/one", lambda inputs: 1))
-    seen: list[Any] = []
-
-    def model(request: LLMRequest) -> LLMResponse:
-        seen.append(request.provider_tools)
-        if request.iteration == 1:
-            registry.register(spec("t/two", lambda inputs: 2))
-            return LLMResponse("", [ToolCall("", "t__one", {})])
-        return LLMResponse("done")
-
-    rt = ToolCallingRuntime(registry, ToolRunner(registry), model, router=CountingRouter())
-    rt.run_tool_loop("go")
-    assert seen == [[{"name": "t__one"}], [{"name": "t__one"}, {"name": "t__two"}]]
+def test_a_caller_with_its_own_router_hands_the_runtime_the_registry_s_names(mode: str) -> None:
+    model = RoutedModel()
+    registry = registry_of("plan/read")
+    runtime = ToolCallingRuntime(registry, ToolRunner(registry), model)
+    if mode == "sync":
+        result = runtime.run_tool_loop("go")
+    else:
+        result = asyncio.run(runtime.arun_tool_loop("go"))
+    assert [(r.tool_name, r.output, r.success) for r in result.tool_call_history] == [
+        ("plan/read", "plan/read", True)
+    ]
+    assert result.content == "done"
+    assert [t.name for t in model.requests[0].tools] == ["plan/read"]  # not encoded
+    assert model.offered[0] == [
+        {"type": "function",
+         "function": {"name": "plan__read", "description": "The plan/read tool.",
+                      "parameters": {"type": "object"}}},
+    ]  # fmt: skip
+    assert all(r.provider_tools is None for r in model.requests)  # the runtime builds none
 
 
-def test_without_a_router_there_are_no_provider_tools() -> None:
-    registry = ToolRegistry()
-    seen: list[Any] = []
-
-    def model(request: LLMRequest) -> LLMResponse:
-        seen.append(request.provider_tools)
-        return LLMResponse("done")
-
-    ToolCallingRuntime(registry, ToolRunner(registry), model).run_tool_loop("go")
-    assert seen == [None]
-
-
-def test_the_real_router_builds_the_same_tools_as_called_directly() -> None:
-    registry = ToolRegistry()
-    registry.register(spec("plan/read", lambda inputs: "plan"))
-    router = ToolCallRouter("openai")
-    seen: list[LLMRequest] = []
-
-    def model(request: LLMRequest) -> LLMResponse:
-        seen.append(request)
-        if request.iteration == 1:
-            return LLMResponse("", [ToolCall("c", router.encode_name("plan/read"), {})])
-        return LLMResponse("done")
-
-    result = ToolCallingRuntime(registry, ToolRunner(registry), model, router=router).run_tool_loop(
-        "go"
-    )
-    assert seen[0].provider_tools == router.tools(seen[0].tools)
-    assert [(r.tool_name, r.output) for r in result.tool_call_history] == [("plan/read", "plan")]
-
-
-def test_a_router_without_the_methods_used_is_refused() -> None:
-    registry = ToolRegistry()
-
-    class NamesOnly:
-        def decode_name(self, encoded: str) -> str:
-            return encoded
-
-    with pytest.raises(TypeError):
-        ToolCallingRuntime(
-            registry,
-            ToolRunner(registry),
-            lambda request: LLMResponse(),
-            router=NamesOnly(),  # type: ignore[arg-type]
+def test_the_runtime_takes_no_router() -> None:
+    registry = registry_of()
+    with pytest.raises(TypeError, match="router"):
+        ToolCallingRuntime(  # type: ignore[call-arg]
+            registry, ToolRunner(registry), lambda r: LLMResponse(), router=ToolCallRouter("openai")
         )
+    runtime = ToolCallingRuntime(registry, ToolRunner(registry), lambda r: LLMResponse(), 3)
+    assert runtime.max_iterations == 3  # the fourth argument is the iteration limit
+    assert not hasattr(runtime, "router")

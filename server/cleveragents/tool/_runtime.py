@@ -19,7 +19,7 @@ from collections.abc import Awaitable, Sequence
 from ._call import ToolCallsInterrupted, is_awaitable
 from ._cancel import CancelToken
 from ._events import EventSink
-from ._loop_state import NULL_SINK, LoopState, Router
+from ._loop_state import NULL_SINK, LoopState
 from ._registry import ToolRegistry
 from ._runloop import worker_pool
 from ._runner import YIELD_EVERY_S, ToolRunner
@@ -44,12 +44,13 @@ an iteration that cannot run inline."""
 
 
 class ToolCallingRuntime:
-    """Runs the tool-calling loop of one actor: model, registry, runner, optional router.
+    """Runs the tool-calling loop of one actor: model, registry, runner.
 
     ``llm_caller`` may be sync or async. In ``arun_tool_loop`` a sync caller runs in a
-    worker thread unless it has ``blocking = False`` (like the scripted model). A
-    ``router`` (a ``ToolCallRouter``) builds the provider's tool schemas once per run
-    (``LLMRequest.provider_tools``) and decodes the tool names the model answers with.
+    worker thread unless it has ``blocking = False`` (like the scripted model). The loop
+    speaks tool names as the registry knows them: translating them, and the tool
+    schemas, to a provider's wire format is the caller's (an adapter in
+    ``cleveragents.llm`` holds its own ``ToolCallRouter``).
     """
 
     def __init__(
@@ -57,7 +58,6 @@ class ToolCallingRuntime:
         registry: ToolRegistry,
         runner: ToolRunner,
         llm_caller: LLMCaller,
-        router: Router | None = None,
         max_iterations: int = DEFAULT_MAX_ITERATIONS,
         *,
         system_prompt: str | None = None,
@@ -69,10 +69,6 @@ class ToolCallingRuntime:
             raise TypeError(f"runner must be a ToolRunner, got {type(runner).__name__}")
         if not callable(llm_caller):
             raise TypeError(f"llm_caller must be callable, got {type(llm_caller).__name__}")
-        if router is not None and not all(
-            callable(getattr(router, method, None)) for method in ("tools", "decode_name")
-        ):
-            raise TypeError(f"router must be a ToolCallRouter, got {type(router).__name__}")
         if isinstance(max_iterations, bool) or not isinstance(max_iterations, int):
             raise TypeError("max_iterations must be an int")
         if max_iterations < 1:
@@ -80,7 +76,6 @@ class ToolCallingRuntime:
         self.registry = registry
         self.runner = runner
         self.llm_caller = llm_caller
-        self.router = router
         self.max_iterations = max_iterations
         self.system_prompt = system_prompt
         self.sink: EventSink = sink or NULL_SINK
@@ -232,7 +227,7 @@ class ToolCallingRuntime:
         cancel = cancel if cancel is not None else CancelToken()
         session = self.runner.session(context, cancel, registry=self.registry)
         return LoopState(
-            self.registry, self.router, prompt, context, system_prompt or self.system_prompt,
+            self.registry, None, prompt, context, system_prompt or self.system_prompt,
             history, cancel, sink or self.sink, session, limit,
         )  # fmt: skip
 
