@@ -26,10 +26,12 @@ ALLOWED: dict[str, set[str]] = {
     "llm": {"tool"},
     "protocol": {"tool"},
     "mcp": {"tool"},
-    "transcripts": {"tool"},
-    "daemon": {"tool", "workspace", "llm", "protocol", "mcp", "transcripts"},
+    "transcripts": {"tool", "protocol"},
+    "runs": {"tool", "workspace", "llm", "mcp", "transcripts"},
+    "rpc": {"tool", "workspace", "protocol", "mcp", "runs"},
+    "daemon": {"tool", "workspace", "llm", "protocol", "mcp", "transcripts", "runs", "rpc"},
     "client": {"tool", "protocol"},
-    "acp": {"tool", "workspace", "llm", "protocol", "daemon", "mcp"},
+    "acp": {"tool", "workspace", "llm", "protocol", "mcp", "transcripts", "runs", "rpc"},
 }
 # The providers whose adapters stand on an SDK, as the provider table says.
 SDK_PROVIDERS: list[Provider] = [p for p in providers() if p.package is not None]

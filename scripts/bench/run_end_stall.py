@@ -26,8 +26,8 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "server"))
 
 from cleveragents.daemon import create_server
-from cleveragents.daemon._collector import POLICY as COLLECTOR
-from cleveragents.daemon._dispatch import Dispatcher
+from cleveragents.runs._collector import POLICY as COLLECTOR
+from cleveragents.rpc._dispatch import Dispatcher
 from cleveragents.tool import ToolAnnotations, ToolSpec
 
 GOAL_MS = 50.0
@@ -83,7 +83,7 @@ async def one_round(calls: int, iterations: int, cancel: bool) -> dict[str, Any]
 
     spec = ToolSpec("bench/noop", "No-op.", {"type": "object"}, noop,
                     annotations=ToolAnnotations(read_only=True))  # fmt: skip
-    server.manager.registry.register(spec)
+    server.service.registry.register(spec)
     turn = {"content": "c", "toolCalls": [{"name": "bench/noop", "arguments": {"n": 1}}] * calls}
     send(dispatcher, {"id": "start", "method": "run/start", "params": {
         "prompt": "go", "runId": "big", "maxIterations": iterations,
@@ -113,7 +113,7 @@ async def one_round(calls: int, iterations: int, cancel: bool) -> dict[str, Any]
     cancelled_at = 0.0
     while True:
         await asyncio.sleep(0.01)
-        run = server.manager.active.get("big")
+        run = server.service.active.get("big")
         if run is None:
             break
         if cancel and not cancelled_at and run.tool_call_count >= target * 0.95:

@@ -7,7 +7,7 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
-from cleveragents.daemon._permissions import PacedPolicy
+from cleveragents.runs._prepare import GatedPolicy
 from cleveragents.tool import PermissionQuery, ToolActorContext, ToolSpec
 from kit.inprocess import Sink, in_process_daemon
 from kit.rawpeer import body
@@ -38,7 +38,7 @@ async def test_a_run_makes_no_progress_while_the_client_is_not_reading(tmp_path:
             sink.reading.clear()  # the first call's output is more than the client takes
         return "x" * 1000
 
-    server.manager.registry.register(ToolSpec("test/flood", "Floods.", {"type": "object"},
+    server.service.registry.register(ToolSpec("test/flood", "Floods.", {"type": "object"},
                                               fill_the_pipe))  # fmt: skip
     turns = [{"toolCalls": [{"name": "test/flood", "arguments": {}}]}] * 3 + [{"content": "end"}]
     dispatcher.receive(body({"jsonrpc": "2.0", "id": "start", "method": "run/start", "params": {
@@ -72,7 +72,7 @@ async def test_a_tool_call_does_not_start_while_the_client_is_not_reading() -> N
 
     spec = ToolSpec("test/x", "X.", {"type": "object"}, lambda inputs: None)
     query = PermissionQuery(spec, {}, "c1", 1, ToolActorContext())
-    decision = asyncio.ensure_future(PacedPolicy(Inner(), Peer()).authorize(query))  # type: ignore[arg-type]
+    decision = asyncio.ensure_future(GatedPolicy(Inner(), sink.pace, None).authorize(query))  # type: ignore[arg-type]
     await asyncio.wait_for(sink.stalled.wait(), 5)
     for _ in range(20):
         await asyncio.sleep(0)

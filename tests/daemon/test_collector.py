@@ -13,11 +13,9 @@ from typing import Any
 
 import pytest
 
-from cleveragents.daemon import DaemonConfig, RunManager, _runs
-from cleveragents.daemon._collector import CollectorPolicy
-from cleveragents.protocol import wire
+from cleveragents.runs import RunRequest, RunService, RunSettings, _service
+from cleveragents.runs._collector import CollectorPolicy
 from cleveragents.tool import ToolAnnotations, ToolSpec
-from kit.inprocess import FakePeer
 
 
 @pytest.fixture
@@ -59,39 +57,36 @@ def test_idle_unfreezes_everything(policy: CollectorPolicy) -> None:
     assert gc.get_freeze_count() == 0
 
 
-async def test_the_daemon_goes_idle_only_when_its_last_run_ends(
+async def test_the_service_goes_idle_only_when_its_last_run_ends(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     calls: list[int] = []
-    manager = RunManager(FakePeer(), DaemonConfig(state_dir=tmp_path))
-    monkeypatch.setattr(_runs.COLLECTOR, "idle", lambda: calls.append(len(manager.active)))
+    service = RunService(RunSettings(state_dir=tmp_path, workspace_folders=(str(tmp_path),)))
+    monkeypatch.setattr(_service.COLLECTOR, "idle", lambda: calls.append(len(service.active)))
     release = asyncio.Event()
 
     async def slow(inputs: dict[str, Any]) -> str:
         await release.wait()
         return "ok"
 
-    manager.registry.register(ToolSpec("t/slow", "Slow.", {"type": "object"}, slow,
+    service.registry.register(ToolSpec("t/slow", "Slow.", {"type": "object"}, slow,
                                        annotations=ToolAnnotations(read_only=True)))  # fmt: skip
     quick = {"provider": "scripted", "script": [{"content": "done"}]}
     waits = {"provider": "scripted", "script": [
         {"toolCalls": [{"name": "t/slow", "arguments": {}}]}, {"content": "done"}]}  # fmt: skip
-    long_run = await manager.prepare(
-        wire.RunParams("a", run_id="long", model=waits), [str(tmp_path)]
-    )
-    running = asyncio.ensure_future(manager.run(long_run))
-    short = await manager.prepare(wire.RunParams("b", run_id="short", model=quick), [str(tmp_path)])
-    await manager.run(short)
+    long_run = await service.start(RunRequest(prompt="a", run_id="long", model=waits))
+    short = await service.start(RunRequest(prompt="b", run_id="short", model=quick))
+    await short.result()
     assert calls == []  # the long run is still active
     release.set()
-    await asyncio.wait_for(running, 10)
+    await asyncio.wait_for(long_run.result(), 10)
     assert calls == [0]
 
 
 def test_a_daemon_never_idle_still_unfreezes_now_and_then(
     policy: CollectorPolicy, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("cleveragents.daemon._collector.MAX_FREEZES", 2)
+    monkeypatch.setattr("cleveragents.runs._collector.MAX_FREEZES", 2)
     gc.collect()
     gc.collect()
     assert gc.get_freeze_count() > 0

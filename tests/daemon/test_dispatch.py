@@ -17,7 +17,7 @@ import attrs
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from cleveragents.daemon._dispatch import MAX_DEPTH, Dispatcher
+from cleveragents.rpc._dispatch import MAX_DEPTH, Dispatcher
 from cleveragents.protocol import BY_NAME, camel
 from kit.inprocess import Sink, in_process_daemon
 from kit.rawpeer import body as _body

@@ -15,9 +15,9 @@ from typing import Any
 
 import pytest
 
-from cleveragents.daemon import _outbound, _run
-from cleveragents.daemon._dispatch import Dispatcher
-from cleveragents.protocol import MAX_BODY
+from cleveragents.protocol import MAX_BODY, _events
+from cleveragents.rpc import _outbound
+from cleveragents.rpc._dispatch import Dispatcher
 from kit.inprocess import Sink, in_process_daemon
 from kit.rawpeer import body
 
@@ -46,9 +46,9 @@ class AnsweringSink(Sink):
 @pytest.fixture
 def small_frames(monkeypatch: pytest.MonkeyPatch) -> int:
     """The frame limit patched down to LIMIT, keeping the room left for the envelope."""
-    envelope = MAX_BODY - _run.FRAME_ROOM
+    envelope = MAX_BODY - _events.FRAME_ROOM
     monkeypatch.setattr(_outbound, "MAX_BODY", LIMIT)
-    monkeypatch.setattr(_run, "FRAME_ROOM", LIMIT - envelope)
+    monkeypatch.setattr(_events, "FRAME_ROOM", LIMIT - envelope)
     return LIMIT
 
 

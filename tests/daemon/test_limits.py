@@ -11,10 +11,9 @@ from typing import Any
 
 import pytest
 
-from cleveragents.daemon import DaemonConfig, RunManager
-from cleveragents.protocol import MAX_BODY, wire
+from cleveragents.protocol import MAX_BODY
+from cleveragents.runs import RunObserver, RunRequest, RunService, RunSettings
 from cleveragents.tool import ToolError, ToolSpec
-from kit.inprocess import FakePeer
 from kit.models import client_tool
 from kit.rawpeer import LLM_CAPABILITIES, RawDaemon, serve
 
@@ -118,15 +117,23 @@ async def test_a_non_finite_tool_output_fails_its_record_and_never_reaches_the_w
 ) -> None:
     spec = ToolSpec("test/non-finite", "Returns what JSON cannot carry.", OBJECT,
                     lambda _inputs: output, blocking=False)  # fmt: skip
-    peer = FakePeer()
-    manager = RunManager(peer, DaemonConfig(state_dir=tmp_path / "state"), [spec])
+    sent: list[str] = []
+
+    class Observer:
+        def on_event(self, event: Any, text: str | None, /) -> None:
+            if text is not None:
+                sent.append(text)
+
+    observer: RunObserver = Observer()
+    settings = RunSettings(state_dir=tmp_path / "state", workspace_folders=(str(tmp_path),))
+    service = RunService(settings, [spec])
     model = {"provider": "scripted", "script": [
         {"content": "a", "toolCalls": [{"name": "test/non-finite", "arguments": {}}]},
         {"content": "b"}]}  # fmt: skip
-    prepared = await manager.prepare(
-        wire.RunParams("go", run_id="nf", model=model), [str(tmp_path)]
+    handle = await service.start(
+        RunRequest(prompt="go", run_id="nf", model=model, automation_profile="trusted"), observer
     )
-    result = await manager.run(prepared)
+    result = await handle.result()
     (record,) = result.tool_call_history
     assert record.success is False
     assert record.output is None
@@ -134,8 +141,8 @@ async def test_a_non_finite_tool_output_fails_its_record_and_never_reaches_the_w
     assert record.error_code == ToolError.code
     assert "non-finite" in record.error  # the code is generic: the text says why
     # What was sent and written is JSON: no NaN or Infinity literal anywhere.
-    for _method, params in peer.notifications:
-        json.dumps(params, allow_nan=False)
+    for text in sent:
+        json.loads(text, parse_constant=_not_json)
     transcript = (tmp_path / "state" / "runs" / "nf.jsonl").read_text()
     for line in transcript.splitlines():
         json.loads(line, parse_constant=_not_json)

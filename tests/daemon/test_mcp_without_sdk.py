@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from cleveragents.daemon import _mcp, create_server
-from cleveragents.daemon._dispatch import Dispatcher
+from cleveragents.daemon import create_server
+from cleveragents.rpc import _mcp_entries as _mcp
+from cleveragents.rpc._dispatch import Dispatcher
 from kit.inprocess import Sink, in_process_daemon
 from kit.rawpeer import body
 

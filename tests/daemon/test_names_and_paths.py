@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from cleveragents.daemon import create_server
-from cleveragents.daemon._dispatch import Dispatcher
+from cleveragents.rpc._dispatch import Dispatcher
 from kit.inprocess import Sink, in_process_daemon
 from kit.rawpeer import body
 

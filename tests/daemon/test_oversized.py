@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from cleveragents.daemon import create_server
-from cleveragents.daemon._dispatch import Dispatcher
-from cleveragents.daemon._peer import PeerRequestError
+from cleveragents.rpc._dispatch import Dispatcher
+from cleveragents.protocol import RpcError
 from kit.inprocess import Sink, in_process_daemon
 from kit.rawpeer import body
 
@@ -40,7 +40,7 @@ async def test_a_request_to_the_client_over_the_frame_limit_fails_at_once(
     before = len(sink.frames)
     _msg_id, future = dispatcher.request("llm/generate", {"messages": ["x" * 5000]})
     assert future.done()  # not left pending until a timeout
-    with pytest.raises(PeerRequestError) as caught:
+    with pytest.raises(RpcError) as caught:
         future.result()
     assert caught.value.code == -32603
     assert len(sink.frames) == before  # nothing half-sent

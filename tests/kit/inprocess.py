@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from cleveragents.daemon import create_server
-from cleveragents.daemon._dispatch import Dispatcher
+from cleveragents.rpc._dispatch import Dispatcher
 
 from .rawpeer import body
 

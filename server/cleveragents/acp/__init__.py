@@ -1,10 +1,10 @@
 """The Agent Client Protocol face of the daemon: ``cleveragents serve --protocol acp``.
 
-ACP v1 on stdio (newline-delimited JSON-RPC) over the daemon's own runtime: each session
-is a daemon ``RunManager`` (the same built-in tools, sandbox pinning, automation
-profiles, models, MCP servers, output cap and transcripts), and each ``session/prompt``
-one run of it. The JSON-RPC guard is the daemon's dispatcher, on lines instead of
-``Content-Length`` frames.
+ACP v1 on stdio (newline-delimited JSON-RPC) over the run service
+(:mod:`cleveragents.runs`: the same built-in tools, sandbox pinning, automation
+profiles, models, MCP servers, output cap and transcripts as the LSP daemon): each
+``session/prompt`` is one run of it. The JSON-RPC guard is the shared dispatcher
+(:mod:`cleveragents.rpc`), on lines instead of ``Content-Length`` frames.
 
 * ``_rpc``: lines, the dispatcher subclass, ``$/cancel_request``;
 * ``_transport``: stdio and the endings;
@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import gc
 import json
 import logging
 import pathlib
@@ -36,18 +35,19 @@ def create_agent(
     model: object = None,
     automation_profile: str | None = None,
 ) -> AcpAgent:
-    from ..daemon import DaemonConfig, default_state_dir
+    from ..runs import RunSettings
+    from ..transcripts import default_state_dir
     from ..workspace import ShellTool, builtin_tools
 
     if isinstance(model, str) and model.lstrip().startswith("{"):
         # ``--model '{"provider": "scripted", "script": [...]}'``: an object spec inline.
         with contextlib.suppress(ValueError):  # not JSON: refused as a spec at the first turn
             model = json.loads(model)
-    config = DaemonConfig(
+    settings = RunSettings(
         state_dir=state_dir or default_state_dir(), model=model,
         automation_profile=automation_profile,
     )  # fmt: skip
-    return AcpAgent(config, builtin_tools(shell=ShellTool()))
+    return AcpAgent(settings, builtin_tools(shell=ShellTool()))
 
 
 def serve(
@@ -56,13 +56,11 @@ def serve(
     automation_profile: str | None = None,
 ) -> int:
     """Serve ACP on stdio until the client leaves; returns the process exit code."""
-    from ..workspace.shell import protect_process
+    from ..rpc import prepare_process
     from ._transport import serve_stdio
 
-    protect_process()
     agent = create_agent(state_dir, model, automation_profile)
-    gc.freeze()
-    gc.enable()
+    prepare_process()  # the collector policy included, as for the LSP daemon
     try:
         return asyncio.run(serve_stdio(agent))
     except KeyboardInterrupt:

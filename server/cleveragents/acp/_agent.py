@@ -1,9 +1,10 @@
-"""The ACP agent: ACP's methods mapped to sessions, each session a daemon ``RunManager``.
+"""The ACP agent: ACP's methods mapped to sessions, each ``session/prompt`` one run of
+the run service.
 
-It is the :class:`~cleveragents.daemon._dispatch.Handlers` of the ACP dispatcher: the
-request and notification tables, ``initialize``, and the one exception-to-wire
-boundary (the daemon's :func:`to_rpc_error`). It owns the sessions and nothing of the
-loop: runs, tools, profiles, models, MCP servers and transcripts are the daemon's.
+It is the :class:`~cleveragents.rpc.Handlers` of the ACP dispatcher: the request and
+notification tables, ``initialize``, and the one exception-to-wire boundary
+(:func:`~cleveragents.rpc.to_rpc_error`). It owns the sessions and nothing of the loop:
+runs, tools, profiles, models, MCP servers and transcripts are the run service's.
 """
 
 from __future__ import annotations
@@ -15,12 +16,10 @@ from datetime import UTC, datetime
 from typing import Any
 
 from .. import __version__
-from ..daemon import DaemonConfig
-from ..daemon._dispatch import RequestHandler, RpcError
-from ..daemon._mcp import to_configs
-from ..daemon._server import to_rpc_error
 from ..llm.spec import resolve_model_spec
-from ..protocol import ParamsError, wire
+from ..protocol import ParamsError
+from ..rpc import RequestHandler, RpcError, to_configs, to_rpc_error
+from ..runs import RunRequest, RunService, RunSettings
 from ..tool import CleverAgentsError, JsonRpcCode, ToolSpec
 from ..workspace import BUILTIN_PROFILES, DEFAULT_PROFILE
 from . import _mapping as mp
@@ -43,10 +42,13 @@ def _now() -> str:
 class AcpAgent:
     """The handlers of the ACP face (one client per process, as stdio gives)."""
 
-    def __init__(self, config: DaemonConfig, builtin_tools: list[ToolSpec]) -> None:
-        self.config = config
+    def __init__(self, settings: RunSettings, builtin_tools: list[ToolSpec]) -> None:
+        self.settings = settings
         self.builtin_tools = builtin_tools
-        self.store = SessionStore(config.state_dir)
+        self.service = RunService(settings, builtin_tools)
+        """Every session's runs: one tool catalogue, one model cache, one transcript
+        store (its settings have no workspace: each run names its session's roots)."""
+        self.store = SessionStore(settings.state_dir)
         self.sessions: dict[str, Session] = {}
         self.rpc: AcpDispatcher | None = None
         self.client_capabilities: dict[str, Any] = {}
@@ -107,6 +109,7 @@ class AcpAgent:
         sessions = list(self.sessions.values())
         self.sessions.clear()
         await asyncio.gather(*(s.close() for s in sessions), return_exceptions=True)
+        await self.service.aclose(reason=reason)
         self.store.close()
 
     async def authenticate(self, params: dict[str, Any]) -> Any:
@@ -118,7 +121,7 @@ class AcpAgent:
         """(value, name) of each configured model: the default, and the session's own."""
         values: list[tuple[str, str]] = []
         try:
-            spec = resolve_model_spec(self.config.model)
+            spec = resolve_model_spec(self.settings.model)
             values.append(("default", f"default ({spec.describe()})"))
         except CleverAgentsError:
             pass
@@ -167,13 +170,13 @@ class AcpAgent:
             raise RpcError(JsonRpcCode.INVALID_PARAMS, str(exc)) from None
         fs = self.client_capabilities.get("fs")
         session = Session(
-            meta, self.rpc, self.config, self.builtin_tools, self.store,
+            meta, self.rpc, self.service, self.builtin_tools, self.store,
             client_fs=fs if isinstance(fs, dict) else None,
         )  # fmt: skip
         if configs:
-            session.manager.mcp.start(configs)
-            await session.manager.mcp.wait_ready()
-            failed = [s for s in session.manager.mcp.statuses() if s.status == "failed"]
+            session.mcp.start(configs)
+            await session.mcp.wait_ready()
+            failed = [s for s in session.mcp.statuses() if s.status == "failed"]
             if failed:
                 texts = [f"MCP server {s.name!r} failed to start: {s.error or 'no reason given'}"
                          for s in failed]  # fmt: skip
@@ -194,7 +197,7 @@ class AcpAgent:
         ]
         meta = {
             "sessionId": uuid.uuid4().hex, "cwd": cwd, "additionalDirectories": extra,
-            "mode": self.config.automation_profile or DEFAULT_PROFILE, "model": None,
+            "mode": self.settings.automation_profile or DEFAULT_PROFILE, "model": None,
             "mcpServers": params.get("mcpServers") or [], "title": None,
             "updatedAt": _now(), "runs": [],
         }  # fmt: skip
@@ -296,31 +299,35 @@ class AcpAgent:
             raise RpcError(JsonRpcCode.INVALID_PARAMS, str(exc)) from None
         meta = session.meta
         runs: list[str] = meta["runs"]
-        run_params = wire.RunParams(
-            text, run_id=uuid.uuid4().hex, automation_profile=meta["mode"],
-            sandbox_root=session.roots[0], continue_from=runs[-1] if runs else None,
+        assert self.rpc is not None
+        request = RunRequest(
+            prompt=text, run_id=uuid.uuid4().hex, automation_profile=meta["mode"],
+            sandbox_root=session.roots[0], roots=session.roots,
+            continue_from=runs[-1] if runs else None, registry=session.registry,
+            ask=session.ask, on_authorized=session.running, pace=self.rpc.pace,
         )  # fmt: skip
-        prepared = await session.manager.prepare(run_params, session.roots)
-        run = prepared.run
-        session.turn = Turn(run.run_id)
+        session.turn = Turn(str(request.run_id))
+        try:
+            handle = await self.service.start(request, session)
+        except BaseException:
+            session.turn = None
+            raise
         for block in blocks:
             # Logged for session/load, not echoed: the client shows its own prompt.
             self.store.append(session.id, {"sessionUpdate": "user_message_chunk", "content": block})
         if meta.get("title") is None:
             meta["title"] = mp.title_of(blocks)
-        task = asyncio.ensure_future(session.manager.run(prepared))
-        run.task = task
         try:
-            result = await asyncio.shield(task)
+            result = await handle.result()
         except asyncio.CancelledError:  # $/cancel_request: end the run, then REQUEST_CANCELLED
-            run.cancel.cancel("$/cancel_request")
-            await asyncio.wait([task], timeout=5)
+            handle.cancel("$/cancel_request")
+            await handle.wait(timeout=5)
             session.close_turn("cancelled")
             raise
         finally:
             meta["updatedAt"] = _now()
-            if task.done() and not task.cancelled() and task.result().status != "failed":
-                runs.append(run.run_id)
+            if session.turn is not None and session.turn.status not in (None, "failed"):
+                runs.append(handle.run_id)
             self.store.save(meta)
         session.close_turn("cancelled" if result.status == "cancelled" else "interrupted")
         if result.status == "failed":

@@ -19,7 +19,7 @@ from collections import OrderedDict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..daemon._peer import PeerRequestError
+from ..protocol import RpcError
 from ..tool import ToolSpec
 from ..workspace import WorkspaceToolError
 from ..workspace.file_backend import FileBackend, routed_file_tools
@@ -99,7 +99,7 @@ class EditorFiles:
         except asyncio.CancelledError:  # the run was cancelled or the tool timed out
             self._rpc.cancel_request(msg_id)
             raise
-        except PeerRequestError as exc:
+        except RpcError as exc:
             verb = "read" if method == READ_METHOD else "write"
             raise WorkspaceToolError(
                 f"the editor could not {verb} {path}: {exc.message} (code {exc.code})"

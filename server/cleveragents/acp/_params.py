@@ -8,8 +8,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from ..daemon._dispatch import RpcError
-from ..protocol import wire
+from ..protocol import RpcError, wire
 from ..tool import JsonRpcCode
 
 

@@ -18,8 +18,8 @@ import logging
 from collections.abc import AsyncIterator
 from typing import Any
 
-from ..daemon._dispatch import Dispatcher, FrameSink, Handlers
 from ..protocol import dumps
+from ..rpc import Dispatcher, FrameSink, Handlers
 from ..tool import JsonRpcCode
 
 logger = logging.getLogger(__name__)
@@ -92,7 +92,10 @@ class AcpDispatcher(Dispatcher):
     """The daemon's dispatcher on ACP's framing and cancel method."""
 
     def __init__(self, handlers: Handlers, sink: FrameSink) -> None:
-        super().__init__(handlers, sink, frame=line, max_frame=MAX_LINE + 1)
+        super().__init__(
+            handlers, sink, frame=line, max_frame=MAX_LINE + 1,
+            not_initialized=JsonRpcCode.INVALID_REQUEST,
+        )  # fmt: skip
 
     def receive_line(self, item: bytes | OversizedLine) -> None:
         """One line from :func:`read_lines`. Never raises."""

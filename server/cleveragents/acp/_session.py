@@ -1,39 +1,39 @@
-"""One ACP session: its own ``RunManager`` (the daemon's, unchanged) over the session's
-sandbox roots and MCP servers, and the translation of its run events into
-``session/update``.
+"""One ACP session: its tools (the service's, the editor's file system in place of the
+built-in file tools when it lends one, its own MCP servers'), its sandbox roots, and the
+translation of its runs' typed events into ``session/update``.
 
-The run manager talks to a :class:`SessionPeer` instead of a connection: the
-notifications it would send an LSP client (``run/messageDelta``, ``run/toolCallStarted``,
-``run/toolCall``, ``run/finished``) become ACP updates here. The permission policy is
-the daemon's ``ProfilePolicy`` with ACP's ``session/request_permission`` as its prompt;
-it also marks each call ``in_progress`` when it is allowed to run, and notes a file's
-text before an edit, for the diff.
+Each ``session/prompt`` is one run of the agent's ``RunService``, whose events come here
+as the observer (``on_event``). The profile's "ask" is ACP's
+``session/request_permission``; a call allowed to run is marked ``in_progress``, and a
+file's text is noted before an edit, for the diff.
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
-from collections.abc import Awaitable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from ..daemon import DaemonConfig, RunManager
-from ..daemon._peer import PeerRequestError
-from ..protocol import methods as m
+from ..protocol import RpcError
+from ..runs import McpServers, RunService
 from ..tool import (
     PERMISSION_OUTCOMES,
     CleverAgentsError,
-    JsonRpcCode,
+    MessageDelta,
     PermissionOutcome,
     PermissionQuery,
-    ToolPolicy,
+    RunEvent,
+    RunFinished,
+    ToolCallFinished,
+    ToolCallRecord,
+    ToolCallStarted,
+    ToolRegistry,
     ToolSpec,
 )
-from ..workspace import ProfilePolicy, get_profile, resolve_path
+from ..workspace import resolve_path
 from . import _mapping as mp
 from ._editor_fs import EditorFiles
 
@@ -63,59 +63,9 @@ class Turn:
     """callId -> the tool_call as sent (title, kind, locations, rawInput)."""
     old_texts: dict[str, tuple[str, str | None]] = attrs.field(factory=dict)
     """callId -> (absolute path, text before the edit or None for a new file)."""
-    result: dict[str, Any] | None = None
+    status: str | None = None
+    """How its run ended, once it did."""
     closed: bool = False
-
-
-class SessionPeer:
-    """What the session's run manager takes for its connection."""
-
-    def __init__(self, session: Session) -> None:
-        self._session = session
-
-    def notify_json(self, method: str, params_text: str) -> None:
-        if method in (
-            m.RUN_MESSAGE_DELTA,
-            m.RUN_TOOL_CALL_STARTED,
-            m.RUN_TOOL_CALL,
-            m.RUN_FINISHED,
-        ):
-            self._session.on_run_event(method, json.loads(params_text))
-
-    def request(self, method: str, params: Any) -> tuple[str, asyncio.Future[Any]]:
-        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-        error = PeerRequestError(
-            JsonRpcCode.METHOD_NOT_FOUND, f"{method} is not available over ACP"
-        )
-        future.set_exception(error)
-        return "", future
-
-    def cancel_request(self, msg_id: str, extra: dict[str, Any] | None = None) -> None:
-        pass
-
-    def progress(self, token: str | int, kind: str, message: str, percentage: int | None) -> None:
-        pass
-
-    async def pace(self) -> None:
-        await self._session.rpc.pace()
-
-
-class AcpPolicy:
-    """The profile's decision; when a call may run: note its file for the diff, then
-    mark it ``in_progress``."""
-
-    def __init__(self, inner: ProfilePolicy, session: Session) -> None:
-        self._inner = inner
-        self._session = session
-
-    async def authorize(self, query: PermissionQuery, /) -> str | None:
-        await self._session.rpc.pace()
-        refusal = self._inner.authorize(query)
-        if isinstance(refusal, Awaitable):
-            refusal = await refusal
-        if refusal is None:
-            await self._session.running(query)
-        return refusal
 
 
 class Session:
@@ -125,7 +75,7 @@ class Session:
         self,
         meta: dict[str, Any],
         rpc: AcpDispatcher,
-        config: DaemonConfig,
+        service: RunService,
         builtin_tools: list[ToolSpec],
         store: SessionStore,
         client_fs: dict[str, Any] | None = None,
@@ -133,6 +83,7 @@ class Session:
         self.meta = meta
         self.id: str = meta["sessionId"]
         self.rpc = rpc
+        self.service = service
         self.store = store
         self.roots = [meta["cwd"], *meta.get("additionalDirectories", [])]
         self.remembered: dict[str, bool] = {}
@@ -140,14 +91,13 @@ class Session:
         self.turn: Turn | None = None
         self.editor = EditorFiles(rpc, self.id, client_fs or {})
         """The client's file system, when it offered one (file tools end there)."""
-        tools = self.editor.tools(builtin_tools)
-        self.manager = RunManager(SessionPeer(self), config, tools, self._policy)
-        self.manager.roots = lambda: self.roots
-
-    def _policy(self, run_id: str, profile: str | None) -> ToolPolicy:
-        config = self.manager.config
-        profile_obj = get_profile(profile or "supervised", config.custom_profiles)
-        return AcpPolicy(ProfilePolicy(profile_obj, ask=self._ask), self)
+        self.registry = ToolRegistry(parent=service.registry)
+        """The session's tools: the editor's file tools over the built-in ones, and its
+        MCP servers'."""
+        for spec in self.editor.tools(builtin_tools):
+            if service.registry.get(spec.name) is not spec:
+                self.registry.register(spec, replace=True)
+        self.mcp: McpServers = service.mcp_servers("run", self.registry)
 
     # -- updates ---------------------------------------------------------------------
 
@@ -162,29 +112,32 @@ class Session:
             {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": text}}
         )
 
-    def on_run_event(self, method: str, params: dict[str, Any]) -> None:
+    def on_event(self, event: RunEvent, text: str | None, /) -> None:
+        """The turn's run events as ACP updates (the service's ``RunObserver``)."""
         turn = self.turn
-        if turn is None or turn.closed or params.get("runId") != turn.run_id:
+        if turn is None or event.run_id != turn.run_id:
             return
-        if method == m.RUN_MESSAGE_DELTA:
+        if isinstance(event, RunFinished):
+            turn.status = event.result.status
+        if turn.closed:
+            return
+        if isinstance(event, MessageDelta):
             self.send({
                 "sessionUpdate": "agent_message_chunk",
-                "content": {"type": "text", "text": params["text"]},
-                "messageId": f"{turn.run_id}-{params['iteration']}",
+                "content": {"type": "text", "text": event.text},
+                "messageId": f"{turn.run_id}-{event.iteration}",
             })  # fmt: skip
-        elif method == m.RUN_TOOL_CALL_STARTED:
-            self._started(turn, params["callId"], params["toolName"], params["inputs"])
-        elif method == m.RUN_TOOL_CALL:
-            self._ended(turn, params["record"])
-        else:
-            turn.result = params["result"]
+        elif isinstance(event, ToolCallStarted):
+            self._started(turn, event.call_id, event.tool_name, event.inputs)
+        elif isinstance(event, ToolCallFinished):
+            self._ended(turn, event.record)
 
     def _tool_call_id(self, turn: Turn, call_id: str) -> str:
         return f"{turn.run_id}/{call_id}"
 
     def _started(self, turn: Turn, call_id: str, name: str, arguments: Any) -> None:
         arguments = arguments if isinstance(arguments, dict) else {}
-        spec = self.manager.registry.get(name)
+        spec = self.registry.get(name)
         call = {
             "toolCallId": self._tool_call_id(turn, call_id),
             "title": mp.tool_title(name, arguments),
@@ -214,21 +167,21 @@ class Session:
         update["toolCallId"] = self._tool_call_id(turn, call_id)
         self.send({**update, **fields}, log=log)
 
-    def _ended(self, turn: Turn, record: dict[str, Any]) -> None:
-        call_id, name = record["callId"], record["toolName"]
+    def _ended(self, turn: Turn, record: ToolCallRecord) -> None:
+        call_id, name = record.call_id, record.tool_name
         turn.open_calls.pop(call_id, None)
         fields: dict[str, Any]
-        if record.get("success"):
-            content = mp.output_content(name, record.get("output"))
+        if record.success:
+            content = mp.output_content(name, record.output)
             before = turn.old_texts.pop(call_id, None)
             if before is not None:
                 path, old = before
                 new = self.editor.known(path) if self.editor.writes else _read(path)
                 if new is not None:
                     content = mp.diff_content(path, old, new)
-            fields = {"status": "completed", "rawOutput": record.get("output"), "content": content}
+            fields = {"status": "completed", "rawOutput": record.output, "content": content}
         else:
-            error = str(record.get("error") or "failed")
+            error = str(record.error or "failed")
             fields = {
                 "status": "failed",
                 "rawOutput": {"error": error},
@@ -253,7 +206,9 @@ class Session:
 
     # -- permission ------------------------------------------------------------------
 
-    async def _ask(self, query: PermissionQuery, reason: str) -> PermissionOutcome:
+    async def ask(self, query: PermissionQuery, reason: str) -> PermissionOutcome:
+        """The profile's \"ask\": ``session/request_permission``, answered once per tool
+        when the user chose \"always\"."""
         name = query.spec.name
         remembered = self.remembered.get(name)
         if remembered is not None:
@@ -269,7 +224,7 @@ class Session:
         except asyncio.CancelledError:
             self.rpc.cancel_request(msg_id)
             raise
-        except PeerRequestError as exc:
+        except RpcError as exc:
             logger.warning("session/request_permission failed: %s; rejecting", exc)
             return "reject_once"
         outcome = reply.get("outcome") if isinstance(reply, dict) else None
@@ -294,15 +249,16 @@ class Session:
         turn = self.turn
         if turn is None or turn.closed:
             return
-        run = self.manager.active.get(turn.run_id)
-        if run is not None:
-            run.cancel.cancel(reason)
+        handle = self.service.handle(turn.run_id)
+        if handle is not None:
+            handle.cancel(reason)
 
     async def close(self) -> None:
         self.cancel("session/close")
-        await self.manager.cancel_all(timeout=2.0, reason="session/close")
-        await self.manager.mcp.close()
-        await self.manager.starter.close_models()
+        handle = self.service.handle(self.turn.run_id) if self.turn is not None else None
+        if handle is not None:
+            await handle.wait(timeout=2.0)
+        await self.mcp.close()
         self.store.close(self.id)
 
 

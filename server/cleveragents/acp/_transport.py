@@ -1,7 +1,8 @@
 """ACP on stdio: lines in, lines out, and every ending handled as the daemon's is.
 
 The pipes, the write buffer with its high-water mark, and the signal handling are the
-daemon's (``daemon/_transport.py``); only the reading differs (lines, not frames).
+ones both faces share (:mod:`cleveragents.rpc`); only the reading differs (lines, not
+frames).
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ import asyncio
 import logging
 from typing import TYPE_CHECKING, Any
 
-from ..daemon._transport import EXIT_CODES, StreamSink, _install_signals, open_stdio
+from ..rpc import EXIT_CODES, StreamSink, install_signals, open_stdio
 from ._rpc import AcpDispatcher, read_lines
 
 if TYPE_CHECKING:
@@ -22,7 +23,7 @@ logger = logging.getLogger(__name__)
 async def serve_stdio(agent: AcpAgent) -> int:
     """Serve one client on stdin/stdout until end of input or a signal."""
     stop: asyncio.Future[str] = asyncio.get_running_loop().create_future()
-    remove_signals = _install_signals(stop)
+    remove_signals = install_signals(stop)
     reader = asyncio.StreamReader(limit=2**31)  # read_lines bounds what it keeps
     sink = await open_stdio(reader)
     try:

@@ -1,9 +1,11 @@
 """The cleveragents daemon: LSP-framed JSON-RPC over stdio (or TCP) on pygls.
 
-It maps protocol methods to core calls, turns loop events into notifications, and keeps
-transcripts (through :mod:`cleveragents.transcripts`). It owns no loop logic of its own.
+It maps protocol methods to the run service (:mod:`cleveragents.runs`) and its typed
+run events to notifications. It owns no run and no loop logic of its own.
 """
 
+from ..rpc import NotInitializedError
+from ..runs import CapabilityError, StateDirError
 from ..transcripts import (
     RunInterruptedError,
     RunNotFoundError,
@@ -12,8 +14,7 @@ from ..transcripts import (
     default_state_dir,
 )
 from ._config import DaemonConfig
-from ._errors import CapabilityError, NotInitializedError, StateDirError
-from ._runs import RunManager
+from ._runs import DaemonRuns
 from ._serve import create_server, serve
 from ._server import CleverAgentsServer
 
@@ -21,9 +22,9 @@ __all__ = [
     "CapabilityError",
     "CleverAgentsServer",
     "DaemonConfig",
+    "DaemonRuns",
     "NotInitializedError",
     "RunInterruptedError",
-    "RunManager",
     "RunNotFoundError",
     "RunStateError",
     "StateDirError",

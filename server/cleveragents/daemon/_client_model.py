@@ -8,16 +8,14 @@ editor streams meanwhile may arrive as ``llm/delta`` notifications.
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import Any
 
 from ..llm.errors import ModelProviderError
 from ..protocol import ParamsError, structure, unstructure, wire
 from ..protocol import methods as m
+from ..rpc import Peer, RpcError
 from ..tool import LLMRequest, LLMResponse, Message, ToolCall, Usage
-from ._peer import Peer, PeerRequestError
-
-if TYPE_CHECKING:
-    from ._run import Run
 
 
 def wire_message(message: Message) -> wire.WireMessage:
@@ -34,19 +32,25 @@ def wire_message(message: Message) -> wire.WireMessage:
 class ClientModel:
     """An async ``LLMCaller`` that asks the client, with a per-call timeout."""
 
-    def __init__(self, peer: Peer, run: Run, timeout_s: float = 300.0) -> None:
+    def __init__(self, peer: Peer, run_id: str, timeout_s: float = 300.0) -> None:
         self._peer = peer
-        self._run = run
+        self._run_id = run_id
         self._timeout_s = timeout_s
+        self._on_delta: Callable[[int, str], None] | None = None
+
+    def delta(self, iteration: int, text: str) -> None:
+        """``llm/delta``: text the editor's model streamed for this run."""
+        if self._on_delta is not None:
+            self._on_delta(iteration, text)
 
     async def __call__(self, request: LLMRequest) -> LLMResponse:
         params = wire.LlmGenerateParams(
-            self._run.run_id,
+            self._run_id,
             request.iteration,
             [wire_message(message) for message in request.messages],
             [wire.WireToolSchema(t.name, t.description, dict(t.parameters)) for t in request.tools],
         )
-        self._run.on_llm_delta = lambda iteration, text: (
+        self._on_delta = lambda iteration, text: (
             request.on_delta(text) if iteration == request.iteration else None
         )
         msg_id, future = self._peer.request(m.LLM_GENERATE, unstructure(params))
@@ -61,10 +65,10 @@ class ClientModel:
             raise ModelProviderError(
                 f"the client model did not answer llm/generate within {self._timeout_s:g} s"
             ) from None
-        except PeerRequestError as exc:
+        except RpcError as exc:
             raise ModelProviderError(f"the client model failed: {exc}") from None
         finally:
-            self._run.on_llm_delta = None
+            self._on_delta = None
         try:
             result = structure(reply, wire.LlmGenerateResult, root="result")
         except ParamsError as exc:

@@ -15,6 +15,8 @@ from typing import Any
 
 from ..protocol import ParamsError, camel, unstructure, wire
 from ..protocol import methods as m
+from ..rpc import Peer, RpcError
+from ..runs import RunService, reserved
 from ..tool import (
     DuplicateToolError,
     SchemaDefinitionError,
@@ -27,44 +29,29 @@ from ..tool import (
     output_text,
 )
 from ..transcripts import RunNotFoundError
-from ._peer import Peer, PeerRequestError
-from ._run import Run
 
 DEFAULT_CLIENT_TOOL_TIMEOUT_S = 120.0
-RESERVED_PREFIXES = ("builtin/", "mcp:")
 
 
 class ClientToolError(ToolError):
     """A client tool answered with an error, ``isError``, or a malformed reply."""
 
 
-def reserved(name: str) -> bool:
-    """Whether ``name`` is under a prefix only the daemon registers (any case)."""
-    return name.lower().startswith(RESERVED_PREFIXES)
-
-
-RunOfCall = Callable[[ToolCallContext], Run | None]
-"""The active run a tool call belongs to (None outside the daemon's runs)."""
-
-
 class ClientTools:
     """Serves the tool requests over the shared registry and the runs' own layers."""
 
-    def __init__(
-        self, registry: ToolRegistry, peer: Peer, active: dict[str, Run], run_of: RunOfCall
-    ) -> None:
-        self.registry = registry
+    def __init__(self, service: RunService, peer: Peer) -> None:
+        self.service = service
+        self.registry = service.registry
         self.peer = peer
-        self.active = active
-        self.run_of = run_of
 
     def layer(self, run_id: str | None) -> ToolRegistry:
         if run_id is None:
             return self.registry
-        run = self.active.get(run_id)
-        if run is None:
+        handle = self.service.handle(run_id)
+        if handle is None:
             raise RunNotFoundError(f"unknown or finished run {run_id!r}")
-        return run.registry
+        return handle.registry
 
     def register(self, params: wire.RegisterToolsParams) -> wire.RegisterToolsResult:
         layer = self.layer(params.run_id)
@@ -128,7 +115,7 @@ class ClientTools:
 
     def _handler(self, name: str) -> Callable[[dict[str, Any], ToolCallContext], Awaitable[Any]]:
         async def call_client(inputs: dict[str, Any], call: ToolCallContext) -> Any:
-            run = self.run_of(call)
+            run = self.service.run_of(call)
             if run is None:
                 raise ClientToolError(f"client tool {name} was called outside a run")
             params = wire.ToolsCallParams(
@@ -148,7 +135,7 @@ class ClientTools:
         except asyncio.CancelledError:  # timeout or run cancel
             self.peer.cancel_request(msg_id, {"runId": run_id, "callId": call_id})
             raise
-        except PeerRequestError as exc:
+        except RpcError as exc:
             raise ClientToolError(f"client tool {name} failed: {exc}") from None
         if not isinstance(reply, dict) or "output" not in reply:
             raise ClientToolError(

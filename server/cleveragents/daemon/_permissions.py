@@ -1,62 +1,28 @@
-"""Automation profiles in the daemon: one ``ProfilePolicy`` per run, asking the editor
-through ``permission/request`` when the profile says "ask".
+"""Asking the editor through ``permission/request`` when a run's profile says "ask".
 
-Without the client's ``permissions`` capability, "ask" becomes deny and the record says
-why. Cancelling the run cancels a pending request (``$/cancelRequest``). The prompt shows
-what the tool will really receive, the context's reserved values included, and says when
-the model's own values for them were replaced.
-
-Every call also waits here, before it runs, while the client is not reading
-(backpressure): a run's tool outputs are not produced faster than the client takes them.
+Without the client's ``permissions`` capability no asker is given, "ask" becomes deny
+and the record says why. Cancelling the run cancels a pending request
+(``$/cancelRequest``). The prompt shows what the tool will really receive, the context's
+reserved values included, and says when the model's own values for them were replaced.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..protocol import methods as m
 from ..protocol import unstructure, wire
-from ..tool import PERMISSION_OUTCOMES, PermissionQuery, ToolPolicy
-from ..workspace.profiles import DEFAULT_PROFILE, ProfilePolicy, get_profile
-from ._peer import Peer, PeerRequestError
-
-if TYPE_CHECKING:
-    from ._config import DaemonConfig, PolicyFactory
+from ..rpc import Peer, RpcError
+from ..tool import PERMISSION_OUTCOMES, PermissionQuery
 
 logger = logging.getLogger(__name__)
 
 
-def make_policy_factory(config: DaemonConfig, peer: Peer) -> PolicyFactory:
-    """The factory ``RunManager`` calls for each run (the profile is checked there, so an
-    unknown name fails ``run/start`` before the run exists)."""
+def asker(peer: Peer, run_id: str) -> Any:
+    """The run's ``ask``: a ``permission/request`` to the editor."""
 
-    def build(run_id: str, profile_name: str | None) -> ToolPolicy | None:
-        profile = get_profile(profile_name or DEFAULT_PROFILE, config.custom_profiles)
-        ask = _asker(peer, run_id) if config.client_permissions else None
-        return PacedPolicy(ProfilePolicy(profile, ask=ask), peer)
-
-    return build
-
-
-class PacedPolicy:
-    """Waits while the client is not reading, then asks the run's own policy."""
-
-    def __init__(self, inner: ToolPolicy, peer: Peer) -> None:
-        self._inner = inner
-        self._peer = peer
-
-    async def authorize(self, query: PermissionQuery, /) -> str | None:
-        await self._peer.pace()
-        refusal = self._inner.authorize(query)
-        if isinstance(refusal, Awaitable):
-            return await refusal
-        return refusal
-
-
-def _asker(peer: Peer, run_id: str) -> Any:
     async def ask(query: PermissionQuery, reason: str) -> str:
         overridden = query.overridden
         if overridden:
@@ -73,7 +39,7 @@ def _asker(peer: Peer, run_id: str) -> Any:
         except asyncio.CancelledError:
             peer.cancel_request(msg_id)
             raise
-        except PeerRequestError as exc:
+        except RpcError as exc:
             return _invalid(f"the client answered permission/request with an error: {exc}")
         outcome = reply.get("outcome") if isinstance(reply, dict) else None
         if outcome not in PERMISSION_OUTCOMES:

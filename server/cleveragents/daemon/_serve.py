@@ -5,12 +5,11 @@ client over stdio or TCP until it leaves, and say how it ended (the exit codes o
 from __future__ import annotations
 
 import asyncio
-import gc
 import logging
 from pathlib import Path
 
+from ..rpc import prepare_process
 from ..transcripts import default_state_dir
-from ._collector import POLICY as COLLECTOR
 from ._config import DaemonConfig
 from ._server import CleverAgentsServer
 from ._transport import load_token, serve_stdio, serve_tcp
@@ -41,13 +40,8 @@ def serve(
 ) -> int:
     """Run the daemon until its client leaves; returns the process exit code (0 after
     shutdown, 1 on exit without it, 143/129/130 on SIGTERM/SIGHUP/SIGINT)."""
-    from ..workspace.shell import protect_process
-
-    protect_process()  # the daemon's /proc entries (its environment) stay unreadable to tools
     server = create_server(state_dir, model, automation_profile)
-    gc.freeze()  # the long-lived startup objects need never be scanned again
-    gc.enable()
-    COLLECTOR.install()  # and a long run's objects are frozen as they age (see _collector)
+    prepare_process()
     try:
         if tcp is not None:
             token = load_token(token_file, server.config.state_dir)

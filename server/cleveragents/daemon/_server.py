@@ -35,19 +35,24 @@ from pygls.workspace import Workspace
 from .. import __version__
 from ..protocol import PROTOCOL_VERSION, ParamsError, camel, structure, unstructure, wire
 from ..protocol import methods as m
+from ..rpc import (
+    CurrentPeer,
+    Dispatcher,
+    NotificationHandler,
+    NotInitializedError,
+    RequestHandler,
+    RpcError,
+    to_configs,
+    to_rpc_error,
+)
+from ..runs import MAX_TOOL_OUTPUT_BYTES, RunService, RunSettings
 from ..tool import CleverAgentsError, JsonRpcCode, ToolSpec
-from ..transcripts import TranscriptStore
 from ..workspace import ProfileError
 from ..workspace.profiles import get_profile
 from ..workspace.shell import check_env_names
 from ._config import DaemonConfig
-from ._dispatch import Dispatcher, NotificationHandler, RequestHandler, RpcError
-from ._errors import NotInitializedError
-from ._mcp import to_configs
-from ._outputs import MAX_TOOL_OUTPUT_BYTES
-from ._peer import CurrentPeer
-from ._permissions import make_policy_factory
-from ._runs import RunManager
+from ._mcp import tools_changed
+from ._runs import DaemonRuns
 
 logger = logging.getLogger(__name__)
 
@@ -65,19 +70,7 @@ ROUTES: dict[str, str] = {
     m.MCP_REMOVE: "mcp_remove",
     m.MCP_SERVERS: "mcp_list",
 }
-"""Each client->daemon request of the method table -> the ``RunManager`` method serving it."""
-
-
-def to_rpc_error(exc: BaseException) -> RpcError:
-    """The one exception-to-wire mapping of the daemon's handlers."""
-    if isinstance(exc, RpcError):
-        return exc
-    if isinstance(exc, ParamsError):
-        return RpcError(JsonRpcCode.INVALID_PARAMS, str(exc))
-    if isinstance(exc, CleverAgentsError):
-        return RpcError(exc.code, exc.message)
-    logger.error("internal error", exc_info=exc)
-    return RpcError(JsonRpcCode.INTERNAL_ERROR, "internal error (the daemon logged it on stderr)")
+"""Each client->daemon request of the method table -> the ``DaemonRuns`` method serving it."""
 
 
 def _all_optional(cls: type) -> bool:
@@ -85,19 +78,20 @@ def _all_optional(cls: type) -> bool:
 
 
 class CleverAgentsServer:
-    """The daemon: its configuration, its run manager, and the handlers of its methods."""
+    """The daemon: its configuration, its run service once initialized, and the
+    handlers of its methods."""
 
     def __init__(self, config: DaemonConfig, builtin_tools: list[ToolSpec]) -> None:
         self.config = config
+        self.builtin_tools = builtin_tools
         self.peer = CurrentPeer()
         self.client: Dispatcher | None = None
         self.token: str | None = None
         """Set for ``--tcp``: ``initialize`` must present it."""
         self.workspace: Workspace | None = None
         self.on_shell_env: Callable[[list[str]], None] | None = None
-        self.manager = RunManager(
-            self.peer, config, builtin_tools, make_policy_factory(config, self.peer)
-        )
+        self.runs: DaemonRuns | None = None
+        """The requests' target, built with the run service at ``initialize``."""
         self.requests: dict[str, RequestHandler] = {
             method.name: self._handler(method) for method in m.METHODS if method.name in ROUTES
         }
@@ -110,23 +104,33 @@ class CleverAgentsServer:
         }
         self._optional = {method.name: _all_optional(method.params) for method in m.METHODS}
 
+    @property
+    def service(self) -> RunService:
+        if self.runs is None:
+            raise NotInitializedError("the daemon is not initialized (send initialize first)")
+        return self.runs.service
+
     # -- generated request handlers ------------------------------------------------------
 
     def _handler(self, method: m.Method) -> RequestHandler:
-        """Structure params to the table's type, call the manager, unstructure the result."""
-        impl = getattr(self.manager, ROUTES[method.name])
+        """Structure params to the table's type, call the runs' method, unstructure the
+        result."""
+        name = ROUTES[method.name]
         params_type = method.params
-        is_async = inspect.iscoroutinefunction(impl)
+        is_async = inspect.iscoroutinefunction(getattr(DaemonRuns, name))
 
         async def handle(raw: Any) -> Any:
             try:
                 typed: Any = structure(raw, params_type)
+                if self.runs is None:
+                    raise NotInitializedError("the daemon is not initialized")
+                impl = getattr(self.runs, name)
                 result = (await impl(typed)) if is_async else impl(typed)
             except Exception as exc:  # noqa: BLE001 - the one request error boundary
                 raise to_rpc_error(exc) from None
             return unstructure(result) if attrs.has(type(result)) else result
 
-        handle.__name__ = f"handle_{ROUTES[method.name]}"
+        handle.__name__ = f"handle_{name}"
         return handle
 
     def all_optional(self, method: str) -> bool:
@@ -168,8 +172,8 @@ class CleverAgentsServer:
         return _lsp.unstructure(result)
 
     def _apply(self, params: lsp.InitializeParams) -> None:
-        """Check every option first, then apply them: a refused initialize changes
-        nothing."""
+        """Check every option first, then build the settings and the run service: a
+        refused initialize changes nothing."""
         options, client = _read_options(params)
         custom = _custom_profiles(options)
         _check_options(options, params)
@@ -177,52 +181,63 @@ class CleverAgentsServer:
             mcp_servers = to_configs(options.mcp_servers or [], "initializationOptions.mcpServers")
         except (ParamsError, CleverAgentsError) as exc:
             raise to_rpc_error(exc) from None
-        self._set_options(options, custom)
-        self.config.client_permissions = client.permissions is True
-        self.config.client_llm = client.llm is True
         root_uri = params.root_uri
         if root_uri is None and params.root_path:
             root_uri = from_fs_path(params.root_path)
         self.workspace = Workspace(root_uri, workspace_folders=params.workspace_folders or [])
-        self.manager.roots = self.sandbox_roots
-        self.manager.mcp.start(mcp_servers)  # in the background; runs wait for them
+        settings = self._settings(options, custom, mcp_servers)
+        if options.shell_env is not None and self.on_shell_env is not None:
+            self.on_shell_env(list(options.shell_env))
+        service = RunService(
+            settings, self.builtin_tools, on_tools_changed=tools_changed(self.peer)
+        )
+        self.runs = DaemonRuns(
+            self.peer, service, self.sandbox_roots,
+            permissions=client.permissions is True, llm=client.llm is True,
+        )  # fmt: skip
 
-    def _set_options(
-        self, options: wire.InitializationOptions, custom: dict[str, Any] | None
-    ) -> None:
+    def _settings(
+        self,
+        options: wire.InitializationOptions,
+        custom: dict[str, Any] | None,
+        mcp_servers: list[Any],
+    ) -> RunSettings:
+        """The command line's settings, each overridden by its initialize option."""
         config = self.config
-        if custom is not None:
-            config.custom_profiles = custom
-        if options.model is not None:
-            config.model = options.model
-        if options.automation_profile is not None:
-            config.automation_profile = options.automation_profile
-        if options.state_dir is not None:
-            config.state_dir = Path(options.state_dir)
-            self.manager.store = TranscriptStore(config.state_dir)
-        if options.max_tool_output_bytes is not None:
-            config.max_tool_output_bytes = options.max_tool_output_bytes
-        if options.shell_env is not None:
-            config.shell_env = list(options.shell_env)
-            if self.on_shell_env is not None:
-                self.on_shell_env(list(options.shell_env))
+        state_dir = Path(options.state_dir) if options.state_dir is not None else config.state_dir
+        defaults = RunSettings(state_dir=state_dir)
+        return RunSettings(
+            state_dir=state_dir,
+            workspace_folders=tuple(self.sandbox_roots()),
+            model=options.model if options.model is not None else config.model,
+            automation_profile=options.automation_profile or config.automation_profile,
+            custom_profiles=custom or {},
+            max_tool_output_bytes=(
+                options.max_tool_output_bytes
+                if options.max_tool_output_bytes is not None
+                else defaults.max_tool_output_bytes
+            ),
+            shell_env=tuple(options.shell_env or ()),
+            mcp_servers=tuple(mcp_servers),
+        )
 
     async def shutdown(self) -> None:
         # End the runs first, so each run/start is answered with its result before the
         # shutdown reply.
-        await self.manager.cancel_all(timeout=2.0)
-        await self.manager.mcp.close()
-        await self.manager.starter.close_models()
+        if self.runs is not None:
+            await self.runs.service.aclose()
 
-    async def close(self) -> None:
-        """The client is gone: stop what the daemon started for it (its MCP servers, the
-        model clients' connections)."""
-        await self.manager.mcp.close()
-        await self.manager.starter.close_models()
+    async def close(self, reason: str = "end of input") -> None:
+        """The client is gone: end its runs, stop what the daemon started for it (its
+        MCP servers, the model clients' connections)."""
+        if self.runs is not None:
+            await self.runs.service.aclose(timeout=5.0, reason=reason)
 
     def daemon_capabilities(self) -> wire.DaemonCapabilities:
         return wire.DaemonCapabilities(
-            PROTOCOL_VERSION, [method.name for method in m.METHODS], self.manager.builtin_names
+            PROTOCOL_VERSION,
+            [method.name for method in m.METHODS],
+            [spec.name for spec in self.builtin_tools],
         )
 
     def sandbox_roots(self) -> list[str]:
@@ -254,8 +269,8 @@ class CleverAgentsServer:
 
     def _progress_cancel(self, raw: Any) -> None:
         token = raw.get("token") if isinstance(raw, dict) else None
-        if isinstance(token, (str, int)) and not isinstance(token, bool):
-            self.manager.progress_cancel(token)
+        if isinstance(token, (str, int)) and not isinstance(token, bool) and self.runs:
+            self.runs.progress_cancel(token)
 
     def _llm_delta(self, raw: Any) -> None:
         try:
@@ -263,7 +278,8 @@ class CleverAgentsServer:
         except ParamsError as exc:
             logger.debug("ignored llm/delta: %s", exc)
             return
-        self.manager.llm_delta(params)
+        if self.runs is not None:
+            self.runs.llm_delta(params)
 
 
 def _read_options(

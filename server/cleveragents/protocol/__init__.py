@@ -11,18 +11,23 @@ which hands in the error classes of every layer.
 from . import _methods as methods
 from . import _types as wire
 from ._converter import ParamsError, RawJson, camel, converter, dumps, structure, unstructure
+from ._errors import RpcError
+from ._events import EventEncoder, result_wire, usage_wire, wire_notification
 from ._framing import MAX_BODY, FrameReader, encode_frame, fits, frame, read_body
-from ._methods import BY_NAME, METHODS, PROTOCOL_VERSION, Method
+from ._methods import BY_NAME, METHODS, PROTOCOL_VERSION, RUN_EVENTS, Method
 
 __all__ = [
     "BY_NAME",
     "MAX_BODY",
     "METHODS",
     "PROTOCOL_VERSION",
+    "RUN_EVENTS",
+    "EventEncoder",
     "FrameReader",
     "Method",
     "ParamsError",
     "RawJson",
+    "RpcError",
     "camel",
     "converter",
     "dumps",
@@ -31,7 +36,10 @@ __all__ = [
     "frame",
     "methods",
     "read_body",
+    "result_wire",
     "structure",
     "unstructure",
+    "usage_wire",
     "wire",
+    "wire_notification",
 ]

@@ -1,7 +1,9 @@
 """The method table of protocol v1: every name, its direction, its params and result types.
 
 The daemon, the Python client, the tests and the schema generator all read this one
-table; nothing else spells a method name.
+table; nothing else spells a method name. The run notifications come from their wire
+classes (``@run_notification``): each maps one core run event (``cleveragents.tool``'s
+``RunEvent`` classes) to its method, so ``RUN_EVENTS`` is every face's one list of them.
 """
 
 from __future__ import annotations
@@ -10,6 +12,14 @@ from typing import Literal
 
 import attrs
 
+from ..tool import (
+    IterationFinished,
+    MessageDelta,
+    RunFinished,
+    RunStarted,
+    ToolCallFinished,
+    ToolCallStarted,
+)
 from . import _types as t
 
 PROTOCOL_VERSION = 1
@@ -25,13 +35,14 @@ RUN_GET = "run/get"
 MCP_ADD = "mcp/add"
 MCP_REMOVE = "mcp/remove"
 MCP_SERVERS = "mcp/servers"
-# daemon -> client notifications
-RUN_STARTED = "run/started"
-RUN_MESSAGE_DELTA = "run/messageDelta"
-RUN_TOOL_CALL_STARTED = "run/toolCallStarted"
-RUN_TOOL_CALL = "run/toolCall"
-RUN_ITERATION = "run/iteration"
-RUN_FINISHED = "run/finished"
+# daemon -> client notifications: the run's, named by their core events (see RUN_EVENTS)
+_BY_EVENT: dict[type, str] = {n.event: n.method for n in t.RUN_NOTIFICATIONS}
+RUN_STARTED = _BY_EVENT[RunStarted]
+RUN_MESSAGE_DELTA = _BY_EVENT[MessageDelta]
+RUN_TOOL_CALL_STARTED = _BY_EVENT[ToolCallStarted]
+RUN_TOOL_CALL = _BY_EVENT[ToolCallFinished]
+RUN_ITERATION = _BY_EVENT[IterationFinished]
+RUN_FINISHED = _BY_EVENT[RunFinished]
 TOOLS_CHANGED = "tools/changed"
 # daemon -> client requests
 TOOLS_CALL = "tools/call"
@@ -52,6 +63,8 @@ class Method:
     params: type
     result: type | None
     summary: str
+    event: type | None = None
+    """For a run notification: the core event class it carries."""
 
 
 METHODS: tuple[Method, ...] = (
@@ -75,18 +88,8 @@ METHODS: tuple[Method, ...] = (
            "Stop and unmount daemon-wide MCP servers."),
     Method(MCP_SERVERS, "request", "client->daemon", t.McpServersParams, t.McpServersResult,
            "The MCP servers and how each is doing (with runId: that run's own too)."),
-    Method(RUN_STARTED, "notification", "daemon->client", t.RunStartedNotification, None,
-           "The run began."),
-    Method(RUN_MESSAGE_DELTA, "notification", "daemon->client", t.MessageDeltaNotification,
-           None, "The model streamed text."),
-    Method(RUN_TOOL_CALL_STARTED, "notification", "daemon->client",
-           t.ToolCallStartedNotification, None, "A tool is about to execute."),
-    Method(RUN_TOOL_CALL, "notification", "daemon->client", t.ToolCallNotification, None,
-           "A tool call ended, whatever the outcome."),
-    Method(RUN_ITERATION, "notification", "daemon->client", t.IterationNotification, None,
-           "An iteration ended, its tools included."),
-    Method(RUN_FINISHED, "notification", "daemon->client", t.RunFinishedNotification, None,
-           "The run ended; nothing more is sent for it."),
+    *(Method(n.method, "notification", "daemon->client", n.wire, None, n.summary, n.event)
+      for n in t.RUN_NOTIFICATIONS),
     Method(TOOLS_CHANGED, "notification", "daemon->client", t.ToolsChangedNotification,
            None, "A tool source's tools changed: refresh tools/list."),
     Method(TOOLS_CALL, "request", "daemon->client", t.ToolsCallParams, t.ToolsCallResult,
@@ -100,6 +103,10 @@ METHODS: tuple[Method, ...] = (
 )  # fmt: skip
 
 BY_NAME: dict[str, Method] = {m.name: m for m in METHODS}
+
+RUN_EVENTS: dict[type, Method] = {m.event: m for m in METHODS if m.event is not None}
+"""Each core run event that goes on the wire -> its notification (in the table's order).
+An event class not here (``IterationStarted``) is not sent."""
 
 LIFECYCLE: dict[type, str] = {
     t.InitializationOptions: "initialize params: initializationOptions",

@@ -1,23 +1,83 @@
-"""The event-sink protocol through which a run reports progress, and its no-op default.
+"""The run events: one typed class per thing that happens in a run, and the sink they
+go to.
 
-The loop never touches a transport: the daemon implements this sink with notifications,
-a CLI with printing, a library user with whatever they like. Methods are called on the
-driver's thread (the event loop for ``arun_tool_loop``) and must not block.
+    RunEvent                 (base: run_id and seq, set by the run service)
+    ├── RunStarted           the run began (emitted by the run service)
+    ├── IterationStarted     an LLM call is about to be made (not sent on any wire)
+    ├── MessageDelta         the model streamed text
+    ├── ToolCallStarted      a tool is about to execute
+    ├── ToolCallFinished     a tool call ended, whatever the outcome
+    ├── IterationFinished    an iteration ended, its tools included
+    └── RunFinished          the run ended (emitted by the run service)
+
+The loop never touches a transport: it hands each event to ``EventSink.on_event``,
+whose default ignores it, so a sink that does not care about an event (or about one
+added later) needs no change. The daemon maps events to notifications through the
+protocol's method table, the ACP face to ``session/update``, a CLI to lines on a
+terminal, a library user to whatever they like. ``on_event`` is called on the driver's
+thread (the event loop for ``arun_tool_loop``) and must not block.
+
+``RunResult`` is the face-neutral outcome of a run (what ``run/start`` answers on the
+LSP wire, and what ``RunHandle.result()`` returns).
 """
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import Literal
 
 import attrs
 
-from ._types import ToolCall, ToolCallRecord, ToolCallRunResult, Usage
+from ._types import ToolCallRecord, Usage
+
+RunStatus = Literal["completed", "limit", "cancelled", "failed"]
 
 
-@attrs.define(slots=True)
-class IterationSummary:
-    """One finished iteration: its LLM call and the tool calls it asked for."""
+@attrs.define(slots=True, eq=False)
+class RunEvent:
+    """Base of every run event. ``run_id`` and ``seq`` (the event's number in its run,
+    from 1) are set by the run service; the bare loop leaves them empty."""
 
+    run_id: str = attrs.field(default="", kw_only=True)
+    seq: int = attrs.field(default=0, kw_only=True)
+
+
+@attrs.define(slots=True, eq=False)
+class RunStarted(RunEvent):
+    sandbox_root: str
+    max_iterations: int
+    tools: list[str]
+    """Names of the tools the run sees, sorted."""
+
+
+@attrs.define(slots=True, eq=False)
+class IterationStarted(RunEvent):
+    iteration: int
+
+
+@attrs.define(slots=True, eq=False)
+class MessageDelta(RunEvent):
+    iteration: int
+    text: str
+    """A fragment of the iteration's text, never empty."""
+
+
+@attrs.define(slots=True, eq=False)
+class ToolCallStarted(RunEvent):
+    iteration: int
+    call_id: str
+    tool_name: str
+    """The name as the model gave it (it may be unknown)."""
+    inputs: dict[str, object]
+    """The arguments exactly as the model sent them."""
+
+
+@attrs.define(slots=True, eq=False)
+class ToolCallFinished(RunEvent):
+    record: ToolCallRecord
+
+
+@attrs.define(slots=True, eq=False)
+class IterationFinished(RunEvent):
     iteration: int
     content: str
     tool_call_count: int
@@ -25,37 +85,46 @@ class IterationSummary:
     usage: Usage | None = None
 
 
-class EventSink(Protocol):
-    def on_iteration_started(self, iteration: int) -> None: ...
+@attrs.define(slots=True)
+class RunError:
+    """Why a run failed (or was cancelled by a signal): a code of the error table and a
+    message for a person."""
 
-    def on_message_delta(self, iteration: int, text: str) -> None: ...
-
-    def on_tool_call_started(self, iteration: int, call: ToolCall) -> None: ...
-
-    def on_tool_call(self, record: ToolCallRecord) -> None: ...
-
-    def on_iteration(self, summary: IterationSummary) -> None: ...
-
-    def on_finished(self, result: ToolCallRunResult) -> None: ...
+    code: int
+    message: str
 
 
-class NullEventSink:
-    """The library default: ignores every event."""
+@attrs.define(slots=True)
+class RunResult:
+    """The outcome of a run, whatever face started it."""
 
-    def on_iteration_started(self, iteration: int) -> None:
-        pass
+    run_id: str
+    status: RunStatus
+    content: str
+    tool_call_history: list[ToolCallRecord]
+    iterations: int
+    terminated_by_limit: bool
+    duration_ms: float
+    error: RunError | None = None
+    usage: Usage | None = None
+    omitted_records: int | None = None
 
-    def on_message_delta(self, iteration: int, text: str) -> None:
-        pass
 
-    def on_tool_call_started(self, iteration: int, call: ToolCall) -> None:
-        pass
+@attrs.define(slots=True, eq=False)
+class RunFinished(RunEvent):
+    result: RunResult
 
-    def on_tool_call(self, record: ToolCallRecord) -> None:
-        pass
 
-    def on_iteration(self, summary: IterationSummary) -> None:
-        pass
+class EventSink:
+    """Where a run's events go. Subclass and override ``on_event``; the default ignores
+    every event, so a new kind of event never breaks an old sink."""
 
-    def on_finished(self, result: ToolCallRunResult) -> None:
-        pass
+    __slots__ = ()
+
+    def on_event(self, event: RunEvent, /) -> None:
+        """One event of the run, in order; must not block."""
+        return None
+
+
+NullEventSink = EventSink
+"""The library default: a sink that ignores every event."""

@@ -15,7 +15,14 @@ from typing import Any, Protocol
 
 from ._call import OnRecord, output_text
 from ._cancel import CancelToken
-from ._events import EventSink, IterationSummary, NullEventSink
+from ._events import (
+    EventSink,
+    IterationFinished,
+    IterationStarted,
+    MessageDelta,
+    ToolCallFinished,
+    ToolCallStarted,
+)
 from ._registry import ToolRegistry
 from ._runner import ToolRunSession
 from ._types import (
@@ -32,7 +39,16 @@ from ._types import (
 
 _perf = time.perf_counter
 
-NULL_SINK = NullEventSink()
+NULL_SINK = EventSink()
+
+
+def listens(sink: object) -> bool:
+    """Whether a sink reads events at all: one that keeps the base class's no-op
+    ``on_event`` costs the loop no event objects."""
+    on_event = getattr(type(sink), "on_event", None)
+    if on_event is None:  # an object given its on_event as an attribute
+        return callable(getattr(sink, "on_event", None))
+    return on_event is not EventSink.on_event
 
 
 class Router(Protocol):
@@ -97,7 +113,7 @@ class LoopState:
         self.context = context
         self.cancel = cancel
         self.sink = sink
-        self.emit = sink is not NULL_SINK  # skip building events nobody reads
+        self.emit = listens(sink)  # skip building events nobody reads
         self._ready: list[ToolCallRecord | None] = []
         self._flushed = 0
         self.session = session
@@ -122,7 +138,7 @@ class LoopState:
         self.tool_call_count = 0
         if self.emit:
             self._iteration_started = _perf()
-            self.sink.on_iteration_started(iteration)
+            self.sink.on_event(IterationStarted(iteration))
         schemas = self._registry.schemas()
         if schemas is not self._schemas:  # the first iteration, or the registry changed
             self._schemas = schemas
@@ -137,7 +153,8 @@ class LoopState:
         )  # fmt: skip
 
     def _on_delta(self, text: str) -> None:
-        self.sink.on_message_delta(self.iteration, text)
+        if text:
+            self.sink.on_event(MessageDelta(self.iteration, text))
 
     def take_response(self, response: object) -> list[ToolCall]:
         if response.__class__ is not LLMResponse and not isinstance(response, LLMResponse):
@@ -159,9 +176,10 @@ class LoopState:
                 if decode is not None:
                     call.name = decode(call.name)
             if self.emit:
-                sink = self.sink
+                on_event = self.sink.on_event
+                iteration = self.iteration
                 for call in calls:
-                    sink.on_tool_call_started(self.iteration, call)
+                    on_event(ToolCallStarted(iteration, call.id, call.name, call.arguments))
         self.messages.append(Message("assistant", content, calls))
         return calls
 
@@ -178,7 +196,7 @@ class LoopState:
 
     def _record_ready(self, index: int, record: ToolCallRecord) -> None:
         if self.emit:
-            self.sink.on_tool_call(record)
+            self.sink.on_event(ToolCallFinished(record))
         ready = self._ready
         ready[index] = record
         flushed = self._flushed
@@ -220,8 +238,8 @@ class LoopState:
     def end_iteration(self) -> bool:
         """Report the iteration; True when the run is over (no tools, limit, or cancel)."""
         if self.emit:
-            self.sink.on_iteration(
-                IterationSummary(
+            self.sink.on_event(
+                IterationFinished(
                     self.iteration,
                     self.content,
                     self.tool_call_count,
@@ -248,5 +266,4 @@ class LoopState:
             duration_ms=(_perf() - self.started) * 1000.0,
             messages=self.messages,
         )
-        self.sink.on_finished(result)
         return result

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 
 from ._call import ToolCallsInterrupted, is_awaitable
 from ._cancel import CancelToken
@@ -62,6 +62,7 @@ class ToolCallingRuntime:
         *,
         system_prompt: str | None = None,
         sink: EventSink | None = None,
+        pace: Callable[[], Awaitable[None]] | None = None,
     ) -> None:
         if not isinstance(registry, ToolRegistry):
             raise TypeError(f"registry must be a ToolRegistry, got {type(registry).__name__}")
@@ -79,6 +80,9 @@ class ToolCallingRuntime:
         self.max_iterations = max_iterations
         self.system_prompt = system_prompt
         self.sink: EventSink = sink or NULL_SINK
+        self.pace = pace
+        """Awaited before each model call (backpressure: a face whose reader is behind
+        holds the run there); the loop then runs on an event loop from its start."""
         self._caller_is_async = is_async_callable(llm_caller)
         self._caller_inline = getattr(llm_caller, "blocking", True) is False
 
@@ -99,8 +103,10 @@ class ToolCallingRuntime:
         state = self._start(prompt, context, system_prompt, history, cancel, sink, max_iterations)
         session = state.session
         try:
-            resume = self._drive_inline(state)
-            if resume is not None:
+            # Every model call awaits the pace, if any: then the run is on the event loop
+            # from its start.
+            resume = self._drive_inline(state) if self.pace is None else None
+            if resume is not None or self.pace is not None:
                 session.executor = worker_pool()  # blocking tools: the shared pool
                 session.loop.run(self._adrive(state, resume, inline_model=True))
         finally:
@@ -169,7 +175,10 @@ class ToolCallingRuntime:
                             if state.cancel.cancelled:
                                 break
                             request = state.begin_iteration()
-                            pending = caller(request) if direct else self._acall_model(request)
+                            if self.pace is not None:
+                                pending = self._apaced(request, direct)
+                            else:
+                                pending = caller(request) if direct else self._acall_model(request)
                         guard.armed = True
                         if _perf() - last_turn >= YIELD_EVERY_S:
                             await asyncio.sleep(0)
@@ -196,6 +205,18 @@ class ToolCallingRuntime:
                     break
         finally:
             guard.close()
+
+    async def _apaced(self, request: LLMRequest, direct: bool) -> LLMResponse:
+        """The model call after the face's pace (awaited while the run's cancel guard is
+        armed, so a cancel interrupts a run held there)."""
+        assert self.pace is not None
+        await self.pace()
+        if not direct:
+            return await self._acall_model(request)
+        response: object = self.llm_caller(request)
+        if is_awaitable(response):
+            response = await response
+        return response  # type: ignore[return-value]  # checked by take_response
 
     async def _acall_model(self, request: LLMRequest) -> LLMResponse:
         """A sync caller that may block: in a worker thread."""

@@ -12,6 +12,7 @@ and ``RunSummary`` dicts, see ``client-protocol/PROTOCOL.md``).
 from ._errors import RunInterruptedError, RunNotFoundError, RunStateError
 from ._files import Transcript, default_state_dir, valid_run_id
 from ._index import META, PROMPT_SUMMARY_MAX
+from ._recorder import RunRecorder
 from ._store import INTERRUPTED_MESSAGE, TranscriptStore
 
 __all__ = [
@@ -20,6 +21,7 @@ __all__ = [
     "PROMPT_SUMMARY_MAX",
     "RunInterruptedError",
     "RunNotFoundError",
+    "RunRecorder",
     "RunStateError",
     "Transcript",
     "TranscriptStore",

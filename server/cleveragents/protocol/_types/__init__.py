@@ -41,7 +41,7 @@ from ._mcp import (
     McpStatus,
     McpTrust,
 )
-from ._optional import OPTIONAL, opt
+from ._optional import OPTIONAL, RUN_NOTIFICATIONS, RunNotification, opt, run_notification
 from ._runs import (
     EmptyParams,
     EmptyResult,
@@ -80,6 +80,7 @@ from ._tools import (
 
 __all__ = [
     "OPTIONAL",
+    "RUN_NOTIFICATIONS",
     "ClientCapabilitiesCleverAgents",
     "CustomProfile",
     "DaemonCapabilities",
@@ -115,6 +116,7 @@ __all__ = [
     "RunFinishedNotification",
     "RunIdParams",
     "RunListResult",
+    "RunNotification",
     "RunParams",
     "RunResult",
     "RunStartedNotification",
@@ -136,4 +138,5 @@ __all__ = [
     "WireToolCall",
     "WireToolSchema",
     "opt",
+    "run_notification",
 ]

@@ -9,9 +9,17 @@ from typing import Any, Literal
 
 import attrs
 
-from ...tool import ToolCallRecord
+from ...tool import (
+    IterationFinished,
+    MessageDelta,
+    RunFinished,
+    RunStarted,
+    ToolCallFinished,
+    ToolCallRecord,
+    ToolCallStarted,
+)
 from ._mcp import McpServerEntry
-from ._optional import opt
+from ._optional import opt, run_notification
 
 RunStatus = Literal["completed", "limit", "cancelled", "failed"]
 
@@ -149,6 +157,7 @@ class RunListResult:
     """Active runs first, then persisted ones, newest first."""
 
 
+@run_notification("run/started", RunStarted, "The run began.")
 @attrs.define
 class RunStartedNotification:
     run_id: str
@@ -163,6 +172,7 @@ class RunStartedNotification:
     """Names of the tools the run sees, sorted, after the allow-list."""
 
 
+@run_notification("run/messageDelta", MessageDelta, "The model streamed text.")
 @attrs.define
 class MessageDeltaNotification:
     run_id: str
@@ -175,6 +185,7 @@ class MessageDeltaNotification:
     """A fragment of text, never empty. Concatenate the fragments of one iteration."""
 
 
+@run_notification("run/toolCallStarted", ToolCallStarted, "A tool is about to execute.")
 @attrs.define
 class ToolCallStartedNotification:
     run_id: str
@@ -191,6 +202,7 @@ class ToolCallStartedNotification:
     """The arguments exactly as the model sent them."""
 
 
+@run_notification("run/toolCall", ToolCallFinished, "A tool call ended, whatever the outcome.")
 @attrs.define
 class ToolCallNotification:
     run_id: str
@@ -201,6 +213,7 @@ class ToolCallNotification:
     """The record of the ended call."""
 
 
+@run_notification("run/iteration", IterationFinished, "An iteration ended, its tools included.")
 @attrs.define
 class IterationNotification:
     run_id: str
@@ -219,6 +232,7 @@ class IterationNotification:
     """Usage of this LLM call, when the model reports it."""
 
 
+@run_notification("run/finished", RunFinished, "The run ended; nothing more is sent for it.")
 @attrs.define
 class RunFinishedNotification:
     run_id: str

@@ -16,9 +16,8 @@ import secrets
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from ..protocol import MAX_BODY, dumps
+from ..protocol import MAX_BODY, RpcError, dumps
 from ..tool import JsonRpcCode
-from ._peer import PeerRequestError
 
 logger = logging.getLogger(__name__)
 
@@ -87,11 +86,11 @@ class Outbound:
                 code = JsonRpcCode.INTERNAL_ERROR
             if not isinstance(message, str):
                 message = "the client answered with a malformed error"
-            future.set_exception(PeerRequestError(code, message))
+            future.set_exception(RpcError(code, message))
         else:
             future.set_result(data.get("result"))
 
-    def fail_reply(self, msg_id: Any, error: PeerRequestError) -> None:
+    def fail_reply(self, msg_id: Any, error: RpcError) -> None:
         """A reply to one of our requests that cannot be read fails that request."""
         future = self._outgoing.pop(msg_id, None) if isinstance(msg_id, str) else None
         if future is not None and not future.done():
@@ -101,7 +100,7 @@ class Outbound:
         """Fail every request of ours still waiting (the connection ends)."""
         for future in self._outgoing.values():
             if not future.done():
-                future.set_exception(PeerRequestError(JsonRpcCode.INTERNAL_ERROR, message))
+                future.set_exception(RpcError(JsonRpcCode.INTERNAL_ERROR, message))
         self._outgoing.clear()
 
     # -- Peer (see _peer.py): what the run manager sends through the connection -----------
@@ -122,7 +121,7 @@ class Outbound:
             text = (
                 f"{method} was not sent: its params are over the {self._max_frame}-byte frame limit"
             )
-            future.set_exception(PeerRequestError(JsonRpcCode.INTERNAL_ERROR, text))
+            future.set_exception(RpcError(JsonRpcCode.INTERNAL_ERROR, text))
         return msg_id, future
 
     def cancel_request(self, msg_id: str, extra: dict[str, Any] | None = None) -> None:

@@ -27,12 +27,11 @@ import logging
 from collections.abc import Callable, Coroutine
 from typing import Any, Protocol
 
-from ..protocol import RawJson, dumps, encode_frame
+from ..protocol import RawJson, RpcError, dumps, encode_frame
 from ..tool import JsonRpcCode
 from ._errors import NotInitializedError
-from ._jsonrpc import MAX_DEPTH, RpcError, has_lone_surrogate, parse, table_key, valid_id
+from ._jsonrpc import MAX_DEPTH, has_lone_surrogate, parse, table_key, valid_id
 from ._outbound import CANCEL_REQUEST, FrameSink, Outbound
-from ._peer import PeerRequestError
 
 __all__ = [
     "CANCEL_REQUEST",
@@ -89,9 +88,13 @@ class Dispatcher(Outbound):
         token_required: bool = False,
         frame: Callable[[str], bytes] = encode_frame,
         max_frame: int | None = None,
+        not_initialized: int | None = None,
     ) -> None:
         super().__init__(sink, frame, max_frame)
         self._handlers = handlers
+        self._not_initialized = not_initialized
+        """The code of a request before ``initialize``; ``None``: LSP's -32002, and our own
+        methods' -32026 (ACP, where -32002 means "not found", answers -32600)."""
         self.token_required = token_required
         self.state = "new"  # -> "ready" -> "shutdown"
         self.rejected = False
@@ -164,7 +167,7 @@ class Dispatcher(Outbound):
                 self._reply_error(None, code, f"invalid request: {text}")
             return
         if "method" not in data:
-            self.fail_reply(msg_id, PeerRequestError(JsonRpcCode.INVALID_PARAMS, f"reply: {text}"))
+            self.fail_reply(msg_id, RpcError(JsonRpcCode.INVALID_PARAMS, f"reply: {text}"))
             return
         self._reply_error(msg_id, JsonRpcCode.INVALID_PARAMS, f"params: {text}")
 
@@ -202,7 +205,9 @@ class Dispatcher(Outbound):
                 SERVER_NOT_INITIALIZED,
                 f"{method}: the server is not initialized (send initialize first)",
             )
-            if method in self._handlers.requests:
+            if self._not_initialized is not None:
+                code = self._not_initialized
+            elif method in self._handlers.requests:
                 code = NotInitializedError.code  # our own methods keep their code
             self._reply_error(msg_id, code, text)
             return

@@ -9,16 +9,8 @@ from __future__ import annotations
 import asyncio
 from typing import Any, Protocol
 
+from ..protocol import RpcError
 from ..tool import JsonRpcCode
-
-
-class PeerRequestError(Exception):
-    """The client answered a daemon->client request with a JSON-RPC error."""
-
-    def __init__(self, code: int, message: str) -> None:
-        super().__init__(f"{message} (code {int(code)})")
-        self.code = int(code)  # a JsonRpcCode is kept (and shown) as the plain integer
-        self.message = message
 
 
 class Peer(Protocol):
@@ -28,7 +20,7 @@ class Peer(Protocol):
 
     def request(self, method: str, params: Any) -> tuple[str, asyncio.Future[Any]]:
         """Send a request; returns its id and a future for the result (or a
-        ``PeerRequestError``)."""
+        ``RpcError``)."""
         ...
 
     def cancel_request(self, msg_id: str, extra: dict[str, Any] | None = None) -> None:
@@ -60,7 +52,7 @@ class CurrentPeer:
         if self.target is not None:
             return self.target.request(method, params)
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-        future.set_exception(PeerRequestError(JsonRpcCode.INTERNAL_ERROR, "no client is connected"))
+        future.set_exception(RpcError(JsonRpcCode.INTERNAL_ERROR, "no client is connected"))
         return "", future
 
     def cancel_request(self, msg_id: str, extra: dict[str, Any] | None = None) -> None:

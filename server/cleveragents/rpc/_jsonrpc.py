@@ -12,20 +12,11 @@ import json
 import re
 from typing import Any, TypeGuard
 
-from ..protocol import dumps
+from ..protocol import RpcError, dumps
 from ..tool import JsonRpcCode
 
 MAX_DEPTH = 512
 """Deepest nesting of arrays and objects accepted in one message."""
-
-
-class RpcError(Exception):
-    """An error reply: a JSON-RPC code and a plain message, never a traceback."""
-
-    def __init__(self, code: int, message: str) -> None:
-        super().__init__(message)
-        self.code = int(code)  # a JsonRpcCode goes on the wire as the plain integer
-        self.message = message
 
 
 def _reject_constant(name: str) -> Any:

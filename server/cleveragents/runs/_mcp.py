@@ -1,0 +1,139 @@
+"""MCP servers of the run service: a pool of one scope whose tools live in one registry
+layer, kept current when a server's list changes.
+
+The MCP protocol is ``cleveragents.mcp``'s; the faces turn their wire entries into
+``McpServerConfig`` objects. A server that fails never fails the service or a run: its
+status says why. Servers are code the client chose to run, started unconfined; their
+environment is the shell's allow-list (never the process's own, so provider keys stay
+out) plus their ``env``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Literal
+
+import attrs
+
+from ..mcp import McpServer, McpServerConfig
+from ..tool import ToolNotFoundError, ToolRegistry
+
+Scope = Literal["daemon", "run"]
+
+
+@attrs.frozen
+class McpServerState:
+    """How one MCP server is doing (``mcp/servers`` on the LSP wire)."""
+
+    name: str
+    scope: str
+    transport: str
+    status: str
+    tool_count: int
+    protocol_version: str | None
+    error: str | None
+    stderr_tail: str | None
+
+
+class McpServers:
+    """A set of MCP servers of one scope, whose tools live in one registry layer."""
+
+    def __init__(
+        self,
+        scope: Scope,
+        layer: ToolRegistry,
+        log_dir: Path,
+        env: Mapping[str, str],
+        cwd: str | None,
+        on_changed: Callable[[str], None] | None = None,
+    ) -> None:
+        self.scope: Scope = scope
+        self.layer = layer
+        self._log_dir = log_dir
+        self._env = env
+        self._cwd = cwd
+        self._on_changed = on_changed
+        self.servers: dict[str, McpServer] = {}
+        self._tools: dict[str, list[str]] = {}
+        self._watchers: dict[str, asyncio.Task[None]] = {}
+
+    def start(self, configs: Sequence[McpServerConfig]) -> list[str]:
+        """Start each server in the background; its tools appear once it is ready."""
+        for config in configs:
+            server = McpServer(
+                config, scope=self.scope, log_dir=self._log_dir, base_env=self._env,
+                default_cwd=self._cwd, on_tools_changed=self._changed,
+            )  # fmt: skip
+            self.servers[config.name] = server
+            server.start()
+            self._watchers[config.name] = asyncio.ensure_future(self._when_ready(server))
+        return [config.name for config in configs]
+
+    async def _when_ready(self, server: McpServer) -> None:
+        await server.wait_ready()
+        self._changed(server, settled=True)
+
+    def _changed(self, server: McpServer, settled: bool = False) -> None:
+        """(Re)register a server's tools: the names it no longer has go, new ones come.
+
+        ``on_changed`` is told when they did, and once when the server first settles
+        (ready or failed), so an editor learns of a failure without polling."""
+        name = server.config.name
+        if self.servers.get(name) is not server:
+            return  # removed meanwhile
+        # Kept while the server is down: a call is what restarts it.
+        specs = server.tool_specs()
+        old = set(self._tools.get(name, ()))
+        new = {spec.name for spec in specs}
+        for gone in old - new:
+            if self.layer.owns(gone):
+                self.layer.unregister(gone)
+        for spec in specs:
+            self.layer.register(spec, replace=True)
+        self._tools[name] = sorted(new)
+        if (settled or old != new) and self._on_changed is not None:
+            self._on_changed(name)
+
+    async def wait_ready(self) -> None:
+        """Wait for the servers still starting, each at most its startup timeout, and for
+        their tools to be registered."""
+        watchers = [w for w in self._watchers.values() if not w.done()]
+        if watchers:
+            await asyncio.wait(watchers)
+
+    async def remove(self, names: Sequence[str]) -> list[str]:
+        unknown = [n for n in names if n not in self.servers]
+        if unknown:
+            raise ToolNotFoundError(f"no MCP server named {unknown[0]!r}")
+        for name in names:
+            server = self.servers.pop(name)
+            watcher = self._watchers.pop(name, None)
+            if watcher is not None:
+                watcher.cancel()
+            for tool in self._tools.pop(name, ()):
+                if self.layer.owns(tool):
+                    self.layer.unregister(tool)
+            await server.stop()
+            if self._on_changed is not None:
+                self._on_changed(name)
+        return list(names)
+
+    async def close(self) -> None:
+        """Stop every server (the run ended, or the service is closing)."""
+        for watcher in self._watchers.values():
+            watcher.cancel()
+        servers = list(self.servers.values())
+        if servers:
+            await asyncio.gather(*(s.stop() for s in servers), return_exceptions=True)
+
+    def statuses(self) -> list[McpServerState]:
+        return [self._state(name, server) for name, server in self.servers.items()]
+
+    def _state(self, name: str, server: McpServer) -> McpServerState:
+        return McpServerState(
+            name, server.scope, server.config.transport, server.status,
+            len(self._tools.get(name, ())), server.protocol_version, server.error,
+            server.stderr_tail(),
+        )  # fmt: skip

@@ -1,0 +1,258 @@
+"""Starting a run: everything that can fail is checked before the run exists.
+
+``prepare`` checks a ``RunRequest``, resolves its model, profile, tools, sandbox root and
+the conversation it continues, claims its transcript last, and builds the run: a core
+``ToolCallingRuntime`` over a registry layer (shared tools + the run's own), an output
+cap, a cancel token and the run as its event sink. A request that fails here fails
+alone: no run, no event, no transcript.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import Awaitable, Callable, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import attrs
+
+from ..llm.spec import ModelSpec, resolve_model_spec
+from ..mcp import McpServerConfig
+from ..tool import (
+    CleverAgentsError,
+    JsonRpcCode,
+    LLMCaller,
+    Message,
+    PermissionQuery,
+    ToolActorContext,
+    ToolCallingRuntime,
+    ToolNotFoundError,
+    ToolPolicy,
+    ToolRegistry,
+    ToolRunner,
+)
+from ..transcripts import META, RunRecorder, RunStateError, valid_run_id
+from ..workspace import PinnedRoot, ProfilePolicy, SandboxViolationError, get_profile
+from ..workspace.profiles import DEFAULT_PROFILE
+from ._errors import CapabilityError
+from ._outputs import OutputCap
+from ._request import RunRequest
+from ._run import Run, RunObserver
+
+if TYPE_CHECKING:
+    from ._service import RunService
+
+RESERVED_PREFIXES = ("builtin/", "mcp:")
+
+
+def reserved(name: str) -> bool:
+    """Whether ``name`` is under a prefix only the service registers (any case)."""
+    return name.lower().startswith(RESERVED_PREFIXES)
+
+
+class RunRequestError(CleverAgentsError):
+    """A field of a ``RunRequest`` is wrong: ``field`` is its Python name (a face names
+    it as its own wire does), ``problem`` what is wrong with it. Invalid params."""
+
+    def __init__(self, field: str, problem: str) -> None:
+        super().__init__(f"{field}: {problem}")
+        self.code = int(JsonRpcCode.INVALID_PARAMS)
+        self.field = field
+        self.problem = problem
+
+
+@attrs.define
+class Prepared:
+    """A run ready to be driven, and what driving it needs."""
+
+    run: Run
+    runtime: ToolCallingRuntime
+    context: ToolActorContext
+    history: list[Message] | None
+    limit: int
+    mcp_servers: Sequence[McpServerConfig]
+
+
+async def prepare(
+    service: RunService, request: RunRequest, observer: RunObserver | None
+) -> Prepared:
+    """Check everything that can fail before a run exists, then build it.
+
+    The model is built in a worker thread: a provider SDK's first import takes seconds,
+    and a scripted model reads its file."""
+    settings = service.settings
+    limit = _checked_limit(request, settings.default_max_iterations)
+    roots = list(request.roots) if request.roots is not None else list(settings.workspace_folders)
+    sandbox_root = _sandbox_root(request.sandbox_root, roots)
+    run_id = request.run_id or uuid.uuid4().hex
+    if not valid_run_id(run_id):
+        raise RunRequestError(
+            "run_id", "use 1-128 letters, digits, '.', '_' or '-' (not '.' or '..')"
+        )
+    if run_id in service.active or run_id in service.starting:
+        raise RunStateError(f"run id {run_id!r} is already in use")
+    service.starting.add(run_id)  # held across the awaits below; the transcript then holds it
+    try:
+        return await _prepare(service, request, observer, run_id, sandbox_root, limit)
+    finally:
+        service.starting.discard(run_id)
+
+
+async def _prepare(
+    service: RunService,
+    request: RunRequest,
+    observer: RunObserver | None,
+    run_id: str,
+    sandbox_root: str,
+    limit: int,
+) -> Prepared:
+    settings = service.settings
+    # From a transcript, maybe megabytes of JSON: read off the event loop.
+    history = await asyncio.to_thread(service.history, request.continue_from)
+    model: LLMCaller | None = request.model_caller
+    spec = model_spec(request.model, settings.model) if model is None else None
+    if spec is not None and spec.provider == "client":
+        raise CapabilityError(
+            "the 'client' model needs the client to declare "
+            "capabilities.experimental.cleveragents.llm: true in initialize"
+        )
+    profile = request.automation_profile or settings.automation_profile
+    base: ToolRegistry = request.registry if request.registry is not None else service.registry
+    if request.tools is not None:
+        # MCP tools may not be listed yet: their server may still be starting.
+        unknown = [n for n in request.tools if n not in base and not reserved(n)]
+        if unknown:
+            raise ToolNotFoundError(f"params.tools names unknown tool {unknown[0]!r}")
+    policy = _policy(request, profile, settings.custom_profiles)
+    if model is None:
+        assert spec is not None
+        model = await asyncio.to_thread(service.model, spec)
+    pinned = await asyncio.to_thread(PinnedRoot.open, sandbox_root)
+    transcript = await asyncio.to_thread(service.store.claim, run_id)  # the last check
+    layer = ToolRegistry(parent=base, allow=request.tools)
+    run = Run(
+        run_id, request.prompt, sandbox_root, layer, RunRecorder(transcript), observer, pinned
+    )
+    cap = OutputCap(settings.state_dir / "outputs" / run_id, settings.max_tool_output_bytes)
+    runtime = ToolCallingRuntime(
+        layer, ToolRunner(layer, policy=policy, output_filter=cap), model,
+        max_iterations=limit, system_prompt=request.system_prompt, sink=run,
+        pace=request.pace,
+    )  # fmt: skip
+    context = ToolActorContext(
+        plan_id=request.plan_id, phase=request.phase, sandbox_root=sandbox_root,
+        automation_profile=profile, resource_bindings=dict(request.resource_bindings or {}),
+        project_resources=dict(request.project_resources or {}),
+    )  # fmt: skip
+    _write_meta(run, _described(request, spec), request.continue_from)
+    return Prepared(run, runtime, context, history, limit, request.mcp_servers)
+
+
+def _policy(request: RunRequest, profile_name: str | None, custom: Any) -> ToolPolicy:
+    """The profile's policy (an unknown profile fails the request here), gated by the
+    face's pace and told when a call may run."""
+    profile = get_profile(profile_name or DEFAULT_PROFILE, dict(custom))
+    inner = ProfilePolicy(profile, ask=request.ask)
+    if request.pace is None and request.on_authorized is None:
+        return inner
+    return GatedPolicy(inner, request.pace, request.on_authorized)
+
+
+class GatedPolicy:
+    """Waits for the face's pace, asks the profile, and tells the face when a call is
+    allowed to run."""
+
+    def __init__(
+        self,
+        inner: ProfilePolicy,
+        pace: Callable[[], Awaitable[None]] | None,
+        on_authorized: Callable[[PermissionQuery], Awaitable[None]] | None,
+    ) -> None:
+        self._inner = inner
+        self._pace = pace
+        self._on_authorized = on_authorized
+
+    async def authorize(self, query: PermissionQuery, /) -> str | None:
+        if self._pace is not None:
+            await self._pace()
+        refusal = self._inner.authorize(query)
+        if not isinstance(refusal, str | None):
+            refusal = await refusal
+        if refusal is None and self._on_authorized is not None:
+            await self._on_authorized(query)
+        return refusal
+
+
+def model_spec(model: object, default: object) -> ModelSpec:
+    """The request's model spec, else the service's (a spec object, a string or a dict)."""
+    for candidate in (model, default):
+        if isinstance(candidate, ModelSpec):
+            return candidate
+        if candidate is not None and candidate != "":
+            return resolve_model_spec(candidate)
+    return resolve_model_spec()
+
+
+def _described(request: RunRequest, spec: ModelSpec | None) -> str:
+    """The model as the transcript names it: a lent model by the spec it was lent for."""
+    if spec is not None:
+        return spec.describe()
+    model = request.model
+    if isinstance(model, ModelSpec):
+        return model.describe()
+    if isinstance(model, str):
+        return model
+    provider = model.get("provider") if model is not None else None
+    return str(provider or "client")
+
+
+def _write_meta(run: Run, model: str, continue_from: str | None) -> None:
+    """The transcript's first line: what the events do not carry."""
+    run.started_at = datetime.now(UTC).isoformat(timespec="milliseconds")
+    run.recorder.transcript.append(
+        META,
+        {"runId": run.run_id, "prompt": run.prompt, "startedAt": run.started_at,
+         "model": model, "continueFrom": continue_from},
+    )  # fmt: skip
+
+
+def _checked_limit(request: RunRequest, default_limit: int) -> int:
+    """The run's iteration limit, once its prompts are checked."""
+    if not request.prompt.strip():
+        raise RunRequestError("prompt", "must not be empty")
+    check_text(request.prompt, "prompt")
+    if request.system_prompt is not None:
+        check_text(request.system_prompt, "system_prompt")
+    limit = request.max_iterations
+    if limit is None:
+        limit = default_limit
+    if limit < 1:
+        raise RunRequestError("max_iterations", f"must be at least 1, got {limit}")
+    return limit
+
+
+def _sandbox_root(requested: str | None, roots: Sequence[str]) -> str:
+    if not roots:
+        raise SandboxViolationError(
+            "no workspace folder: initialize must name workspaceFolders or rootUri"
+        )
+    if requested is None:
+        return roots[0]
+    if any(ord(c) < 32 for c in requested):
+        raise RunRequestError("sandbox_root", "must not hold NUL or control characters")
+    check_text(requested, "sandbox_root")
+    resolved = Path(requested).resolve()
+    for root in roots:
+        if resolved == Path(root) or resolved.is_relative_to(root):
+            return str(resolved)
+    raise SandboxViolationError(f"sandboxRoot {requested!r} is outside every workspace folder")
+
+
+def check_text(text: str, field: str) -> None:
+    """Refuse a lone surrogate (naming the field): it cannot be written as UTF-8."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise RunRequestError(field, "invalid Unicode (a lone surrogate)") from None

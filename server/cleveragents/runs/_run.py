@@ -1,0 +1,200 @@
+"""A live run: its identity, cancel token and transcript, the event sink the loop
+reports to, and the ``RunHandle`` a face holds.
+
+Every event goes, in order, to the transcript (``RunRecorder``, which numbers and
+encodes it once), then to the face's observer with that text, then to the handle's
+``events()`` when nobody observes. A transcript that cannot be written stops the run at
+once: its end is ``failed`` with the state dir's error, and nothing more is called.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+from collections.abc import AsyncIterator
+from typing import Protocol
+
+from ..tool import (
+    CancelToken,
+    EventSink,
+    IterationStarted,
+    RunEvent,
+    RunFinished,
+    RunResult,
+    ToolCallFinished,
+    ToolRegistry,
+)
+from ..transcripts import RunRecorder
+from ..workspace import PinnedRoot
+from ._mcp import McpServers
+
+TRANSCRIPT_FAILED = "the transcript cannot be written"
+"""The cancel reason of a run stopped by its transcript."""
+
+
+class RunObserver(Protocol):
+    """A face's view of its runs' events."""
+
+    def on_event(self, event: RunEvent, text: str | None, /) -> None:
+        """One event, in order. ``text`` is its notification's JSON params as the
+        transcript recorded them (``None`` for an event the transcript does not keep):
+        a face that sends the same notification sends it as it is."""
+        ...
+
+
+class Run(EventSink):
+    """One active run (see the module docstring); the loop's event sink."""
+
+    def __init__(
+        self,
+        run_id: str,
+        prompt: str,
+        sandbox_root: str,
+        registry: ToolRegistry,
+        recorder: RunRecorder,
+        observer: RunObserver | None,
+        pinned: PinnedRoot | None,
+    ) -> None:
+        self.run_id = run_id
+        self.prompt = prompt
+        self.sandbox_root = sandbox_root
+        self.registry = registry
+        self.recorder = recorder
+        self.observer = observer
+        self.pinned = pinned
+        self.cancel = CancelToken()
+        self.iterations = 0
+        self.tool_call_count = 0
+        self.started_at = ""
+        self.started = 0.0
+        self.finished = False
+        self.task: asyncio.Task[RunResult] | None = None
+        self.mcp: McpServers | None = None
+        """The run's own MCP servers, stopped when it ends."""
+        self.result_text: str | None = None
+        self.buffer: collections.deque[RunEvent] | None = (
+            collections.deque() if observer is None else None
+        )
+        self.wakeup: asyncio.Event | None = None
+
+    def on_event(self, event: RunEvent, /) -> None:
+        if self.finished:
+            return
+        event.run_id = self.run_id
+        cls = event.__class__
+        if cls is ToolCallFinished:
+            self.tool_call_count += 1
+        elif cls is IterationStarted:
+            self.iterations = event.iteration  # type: ignore[attr-defined]
+        recorder = self.recorder
+        text = recorder.record(event)
+        if recorder.transcript.error is not None and not self.cancel.cancelled:
+            self.cancel.cancel(TRANSCRIPT_FAILED)
+        self._deliver(event, text)
+
+    def _deliver(self, event: RunEvent, text: str | None) -> None:
+        if self.observer is not None:
+            self.observer.on_event(event, text)
+        elif self.buffer is not None:
+            self.buffer.append(event)
+            if self.wakeup is not None:
+                self.wakeup.set()
+
+    async def finish(self, result: RunResult) -> None:
+        """``RunFinished``: written, observed, and the result's text kept."""
+        await asyncio.sleep(0)  # the loop's own ending ran in the step before this one
+        event = RunFinished(result, run_id=self.run_id)
+        params, self.result_text = await self.recorder.finish(event)
+        self._deliver(event, params)
+        self.finished = True
+
+
+class RunHandle:
+    """A run a face started: its events, its result, its cancel."""
+
+    def __init__(self, run: Run) -> None:
+        self._run = run
+
+    @property
+    def run_id(self) -> str:
+        return self._run.run_id
+
+    @property
+    def registry(self) -> ToolRegistry:
+        """The run's own tool layer: tools registered here are this run's alone."""
+        return self._run.registry
+
+    @property
+    def prompt(self) -> str:
+        return self._run.prompt
+
+    @property
+    def sandbox_root(self) -> str:
+        return self._run.sandbox_root
+
+    @property
+    def started_at(self) -> str:
+        return self._run.started_at
+
+    @property
+    def iterations(self) -> int:
+        return self._run.iterations
+
+    @property
+    def tool_call_count(self) -> int:
+        return self._run.tool_call_count
+
+    @property
+    def cancel_token(self) -> CancelToken:
+        return self._run.cancel
+
+    @property
+    def mcp(self) -> McpServers | None:
+        return self._run.mcp
+
+    def done(self) -> bool:
+        task = self._run.task
+        return task is not None and task.done()
+
+    def cancel(self, reason: str = "cancelled") -> None:
+        """Ask the run to stop: the calls in flight are cancelled and recorded, and the
+        run ends ``cancelled``. A run already stopping keeps its first reason."""
+        self._run.cancel.cancel(reason)
+
+    async def wait(self, timeout: float | None = None) -> bool:
+        """Wait (at most ``timeout`` seconds) for the run to end; whether it did."""
+        task = self._run.task
+        assert task is not None
+        done, _ = await asyncio.wait([task], timeout=timeout)
+        return bool(done)
+
+    async def result(self) -> RunResult:
+        """The outcome, once the run ended (waiting does not cancel it)."""
+        task = self._run.task
+        assert task is not None
+        return await asyncio.shield(task)
+
+    @property
+    def result_text(self) -> str | None:
+        """The result's JSON text as the transcript recorded it, once the run ended."""
+        return self._run.result_text
+
+    async def events(self) -> AsyncIterator[RunEvent]:
+        """Every event of the run, from ``RunStarted`` to ``RunFinished``, once. Not
+        available for a run whose face observes it (the observer has them)."""
+        run = self._run
+        buffer = run.buffer
+        if buffer is None or run.wakeup is not None:
+            raise RuntimeError("events() is read once, and only for a run without an observer")
+        run.wakeup = wakeup = asyncio.Event()
+        while True:
+            while buffer:
+                event = buffer.popleft()
+                yield event
+                if event.__class__ is RunFinished:
+                    return
+            wakeup.clear()
+            await wakeup.wait()
+
+    def __repr__(self) -> str:
+        return f"<RunHandle {self.run_id}>"
