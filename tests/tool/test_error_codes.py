@@ -131,6 +131,32 @@ def test_a_timed_out_call_has_the_timeout_code(mode: str, kind: str) -> None:
 
 
 @pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("timeout_s", [30.0, None], ids=["timed", "untimed"])
+def test_a_handler_s_own_timeout_error_is_a_failure_not_a_timeout(
+    mode: str, kind: str, timeout_s: float | None
+) -> None:
+    # The handler's own TimeoutError (an upstream it called gave up) long before its 30 s:
+    # a timeout is told by the deadline that expired, not by the exception's class.
+    def gives_up(inputs: dict[str, Any]) -> Any:
+        raise TimeoutError("the upstream gave up")
+
+    record = one_record(mode, kind, gives_up, timeout_s=timeout_s)
+    assert (record.success, record.error_code) == (False, ToolError.code)
+    assert record.error == "TimeoutError: the upstream gave up"
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("kind", KINDS)
+def test_our_timeout_error_raised_by_a_handler_keeps_its_code(mode: str, kind: str) -> None:
+    def proxied(inputs: dict[str, Any]) -> Any:
+        raise ToolTimeoutError("the remote tool timed out")
+
+    record = one_record(mode, kind, proxied, timeout_s=30.0)
+    assert (record.error_code, record.error) == (ToolTimeoutError.code, "the remote tool timed out")
+
+
+@pytest.mark.parametrize("mode", MODES)
 def test_a_refusal_and_a_failed_activation_have_their_codes(mode: str) -> None:
     class Deny:
         def authorize(self, query: PermissionQuery) -> str | None:

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import importlib
 import json
+import pkgutil
 
 import pytest
 
+import cleveragents
 from cleveragents._codegen import wire_errors
 from cleveragents.tool import CleverAgentsError, JsonRpcCode, ToolError, error_classes
 
@@ -49,3 +52,46 @@ def test_json_rpc_codes_are_plain_integers_on_the_wire() -> None:
         "PARSE_ERROR": -32700, "INVALID_REQUEST": -32600, "METHOD_NOT_FOUND": -32601,
         "INVALID_PARAMS": -32602, "INTERNAL_ERROR": -32603, "REQUEST_CANCELLED": -32800,
     }  # fmt: skip
+
+
+def _import_every_module() -> None:
+    """Every module of the package (but ``__main__``), so every error class is defined."""
+    for module in pkgutil.walk_packages(cleveragents.__path__, "cleveragents."):
+        if not module.name.endswith("__main__"):
+            importlib.import_module(module.name)
+
+
+def _all_error_classes() -> set[type[CleverAgentsError]]:
+    """``error_classes()`` and every subclass without a code of its own (a
+    ``WorkspaceToolError``, a ``ToolHandlerError``), from every layer."""
+    found: set[type[CleverAgentsError]] = set(error_classes())
+    pending = list(found)
+    while pending:
+        for sub in pending.pop().__subclasses__():
+            if sub not in found and sub.__module__.startswith("cleveragents."):
+                found.add(sub)
+                pending.append(sub)
+    return found
+
+
+def test_no_error_class_is_also_a_built_in_error() -> None:
+    # An ``except TimeoutError`` (or PermissionError, OSError, KeyError, ValueError, ...)
+    # meant for the standard library's errors must never catch one of ours and relabel
+    # it. The reference's error table names built-in errors only for what the runtime
+    # raises as plain TypeError and ValueError (construction, an empty prompt): none of
+    # them is a CleverAgentsError, so no class here is excused.
+    _import_every_module()
+    classes = _all_error_classes()
+    assert {cls.__name__ for cls in classes} >= {
+        "ToolHandlerError", "SandboxViolationError", "ProfileError", "RunNotFoundError",
+        "ModelConfigError", "WorkspaceToolError",
+    }  # fmt: skip
+    built_in = {
+        cls.__qualname__: [base.__name__ for base in cls.__mro__ if base.__module__ == "builtins"]
+        for cls in classes
+    }
+    assert {
+        name: bases
+        for name, bases in built_in.items()
+        if bases != ["Exception", "BaseException", "object"]
+    } == {}

@@ -14,10 +14,12 @@ from cleveragents.tool import (
     PermissionQuery,
     ToolActorContext,
     ToolCall,
+    ToolInputError,
     ToolRegistry,
     ToolRunner,
     output_text,
 )
+from cleveragents.tool._stream import CallDraft
 
 MODES = ["sync", "async"]
 
@@ -175,12 +177,38 @@ def test_the_runner_runs_a_single_call_outside_any_loop() -> None:
     assert (missing.success, missing.error) == (False, "unknown tool 'missing'")
 
 
-def test_unparseable_arguments_from_a_provider_fail_the_call() -> None:
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize(
+    ("text", "problem"),
+    [("{oops", "are not valid JSON: Expecting property"), ("[1]", "must be a JSON object")],
+    ids=["not-json", "not-an-object"],
+)
+def test_arguments_that_are_not_a_json_object_are_an_input_error_said_once(
+    mode: str, text: str, problem: str
+) -> None:
+    # The provider's argument text, collected as a stream does: the record says what
+    # was wrong with it once, with the input error's code (-32015), not the generic one.
+    call = CallDraft("c", "t/x", [text]).finish(lambda name: name, "c")
+    assert call.parse_error is not None
     registry = ToolRegistry()
-    registry.register(spec("t", lambda i: "ok"))
-    record = ToolRunner(registry).run(ToolCall("c", "t", {}, parse_error="Expecting value"))
-    assert not record.success
-    assert record.error == "ValueError: arguments for t are not valid JSON: Expecting value"
+    registry.register(spec("t/x", lambda i: "ran"))
+    runner = ToolRunner(registry)
+    record = runner.run(call) if mode == "sync" else asyncio.run(runner.arun(call))
+    assert (record.success, record.error_code) == (False, ToolInputError.code)
+    assert record.error == call.parse_error
+    assert record.error.startswith(f"the arguments of t/x {problem}")
+    assert record.error.count("t/x") == 1
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_arguments_that_are_not_a_dict_are_an_input_error(mode: str) -> None:
+    registry = ToolRegistry()
+    registry.register(spec("t", lambda i: "ran"))
+    runner = ToolRunner(registry)
+    call = ToolCall("c", "t", [1, 2])  # type: ignore[arg-type]  # what a careless caller sends
+    record = runner.run(call) if mode == "sync" else asyncio.run(runner.arun(call))
+    assert (record.success, record.error_code) == (False, ToolInputError.code)
+    assert record.error == "the arguments of t must be a JSON object, not list"
 
 
 OUTPUTS = [

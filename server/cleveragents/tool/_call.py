@@ -26,6 +26,7 @@ from ._errors import (
     ToolActivationError,
     ToolCancelledError,
     ToolError,
+    ToolInputError,
     ToolNotFoundError,
     ToolPermissionError,
     ToolTimeoutError,
@@ -162,11 +163,14 @@ class CallCore:
         reserved keys (the context wins over the model)."""
         if self.observe is not None:
             self.observe("execute", spec.name, call.id)
-        if call.parse_error is not None:
-            raise ValueError(f"arguments for {spec.name} are not valid JSON: {call.parse_error}")
+        if call.parse_error is not None:  # it names the tool and says what is wrong
+            raise ToolInputError(call.parse_error)
         arguments = call.arguments
         if not isinstance(arguments, dict):
-            raise ValueError(f"arguments for {spec.name} must be a JSON object")
+            raise ToolInputError(
+                f"the arguments of {spec.name} must be a JSON object, "
+                f"not {type(arguments).__name__}"
+            )
         # The two reserved keys spelled out (checked below): two lookups, no set operation.
         if "sandbox_root" not in arguments and "resource_bindings" not in arguments:
             spec.validate_input(arguments)
@@ -212,6 +216,8 @@ class CallCore:
 
     @staticmethod
     def timed_out(spec: ToolSpec, timeout: float) -> ToolTimeoutError:
+        """The error of a call whose deadline expired (never of a ``TimeoutError`` the
+        handler raised itself: a driver tells them apart by the deadline)."""
         return ToolTimeoutError(f"tool {spec.name} timed out after {timeout:g} s")
 
     # -- records -------------------------------------------------------------------------

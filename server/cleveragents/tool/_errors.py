@@ -1,11 +1,12 @@
 """The core's exception tree, one class per error class, each with its JSON-RPC code.
 
     CleverAgentsError                 -32010  (base; never raised bare)
-    └── ToolError                     -32011
+    └── ToolError                     -32011  (also a handler's own exception, in records)
+        ├── ToolHandlerError          -32011  a handler of neither shape (at ToolSpec(...))
         ├── ToolNotFoundError         -32012  unknown tool name
         ├── DuplicateToolError        -32013  name already registered
         ├── InvalidToolNameError      -32014  name breaks the naming rule
-        ├── ToolInputError            -32015  arguments fail the input schema
+        ├── ToolInputError            -32015  arguments not JSON, or failing the schema
         ├── ToolOutputError           -32016  output fails the output schema
         ├── ToolTimeoutError          -32017  handler exceeded its timeout
         ├── ToolPermissionError       -32018  the permission policy refused the call
@@ -22,6 +23,14 @@ the registry. :class:`JsonRpcCode` holds the protocol's own codes, defined here 
 Tool failures inside a run are not raised to the caller: the runner turns them into
 failed ``ToolCallRecord`` entries (``error_code`` is the class's code) fed back to the
 model. These classes are raised for bad requests (registration, run parameters).
+
+No class of the tree inherits a built-in exception beside ``Exception``, in any layer (a
+test walks them all): an ``except TimeoutError``, ``except PermissionError`` or ``except
+OSError`` meant for the standard library's errors cannot catch one of ours and relabel
+it, and a handler's own ``TimeoutError`` is never taken for a timeout (the runner tells
+a timeout by the deadline that expired). The built-in errors the runtime does raise are
+plain ones, as ``docs/runtime.md``'s error table says: ``TypeError`` and ``ValueError``
+for a bad argument to a constructor or to ``run_tool_loop`` (an empty prompt).
 """
 
 from __future__ import annotations
@@ -78,13 +87,10 @@ class ToolError(CleverAgentsError):
     code = -32011
 
 
-class ToolNotFoundError(ToolError, KeyError):
+class ToolNotFoundError(ToolError):
     """No tool of that name is registered."""
 
     code = -32012
-
-    def __str__(self) -> str:  # KeyError would repr() the message
-        return self.message
 
 
 class DuplicateToolError(ToolError):
@@ -93,14 +99,14 @@ class DuplicateToolError(ToolError):
     code = -32013
 
 
-class InvalidToolNameError(ToolError, ValueError):
+class InvalidToolNameError(ToolError):
     """The tool name breaks the naming rule."""
 
     code = -32014
 
 
-class ToolInputError(ToolError, ValueError):
-    """The arguments fail the tool's input schema."""
+class ToolInputError(ToolError):
+    """The arguments are not a JSON object, or fail the tool's input schema."""
 
     code = -32015
 
@@ -111,13 +117,14 @@ class ToolOutputError(ToolError):
     code = -32016
 
 
-class ToolTimeoutError(ToolError, TimeoutError):
-    """The handler exceeded its timeout."""
+class ToolTimeoutError(ToolError):
+    """The handler exceeded its timeout (the runner's deadline expired; a ``TimeoutError``
+    the handler raises itself is a failure like any other, with the generic code)."""
 
     code = -32017
 
 
-class ToolPermissionError(ToolError, PermissionError):
+class ToolPermissionError(ToolError):
     """The permission policy refused the call."""
 
     code = -32018

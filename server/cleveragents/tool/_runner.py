@@ -193,11 +193,14 @@ class ToolRunSession(SyncCalls):
         timeout = self.timeout(spec)
         if timeout is None:
             return await self._acall(spec, call, iteration, inputs)
+        deadline = asyncio.timeout(timeout)
         try:
-            async with asyncio.timeout(timeout):
+            async with deadline:
                 return await self._acall(spec, call, iteration, inputs)
         except TimeoutError:
-            raise self.timed_out(spec, timeout) from None
+            if deadline.expired():
+                raise self.timed_out(spec, timeout) from None
+            raise  # the handler's own TimeoutError: a failure like any other
 
     async def _acall(
         self, spec: ToolSpec, call: ToolCall, iteration: int, inputs: dict[str, JSONValue]

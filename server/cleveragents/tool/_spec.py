@@ -153,10 +153,11 @@ def is_async_callable(fn: object) -> bool:
     )
 
 
-class ToolHandlerError(ToolError, TypeError):
+class ToolHandlerError(ToolError):
     """A handler that cannot be called as ``handler(inputs)`` or ``handler(inputs,
     context)``. Raised when the spec is built, never per call; its code is
-    ``ToolError.code``."""
+    ``ToolError.code``. Not a ``TypeError``: the reference's error table names
+    ``TypeError`` only for the runtime's own constructor arguments."""
 
 
 _POSITIONAL = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
