@@ -37,6 +37,7 @@ from cleveragents.llm import (
     providers,
     register_provider,
 )
+from cleveragents.llm.builtin.openai import OpenAIChatCaller
 from cleveragents.llm.spec import listed_providers, resolve_model_spec
 from cleveragents.tool import (
     CleverAgentsError,
@@ -54,7 +55,8 @@ from cleveragents.tool._stream import StreamDraft
 from kit.inprocess import in_process_daemon
 from kit.rawpeer import body
 
-from .loopback import LoopbackServer, Recorded, Reply, json_reply
+from .kits import openai_text_stream
+from .loopback import LoopbackServer, Recorded, Reply, json_reply, make_request
 
 ROOT = Path(__file__).resolve().parents[2]
 KEY = "ledger-key-0123456789"
@@ -315,6 +317,34 @@ def test_the_ledger_fake_refuses_results_not_paired_with_its_calls(
     assert post([ask, said, answer], key="wrong") == 400
     assert len(api.refused) == 6
     assert post([ask, said, answer]) == 200
+
+
+async def test_a_provider_reusing_a_codec_and_adapter_is_one_registration(
+    scratch: None, server: LoopbackServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    register_provider(
+        Provider(
+            name="gateway",
+            summary="a gateway that speaks the chat-completions API",
+            key_envs=("GATEWAY_KEY",),
+            package="openai",
+            extra="openai",
+            codec="openai",
+            adapter=OpenAIChatCaller,
+            base_url=f"{server.base_url}/v1",
+        )
+    )
+    monkeypatch.setenv("GATEWAY_KEY", "gw-0123456789")
+    server.queue(openai_text_stream("through the gateway"))
+    caller = create_caller(parse_model_spec({"provider": "gateway", "model": "m", "maxTokens": 9}))
+    assert isinstance(caller, OpenAIChatCaller)
+    answer = await caller(make_request([Message("user", "hi")]))
+    assert answer.content == "through the gateway"
+    [sent] = server.requests
+    assert sent.path == "/v1/chat/completions"  # the registration's baseUrl
+    assert sent.headers["authorization"] == "Bearer gw-0123456789"  # its key variable
+    assert sent.body["max_tokens"] == 9  # not OpenAI itself: its own baseUrl
+    assert repr(caller) == "OpenAIChatCaller('gateway:m')"
 
 
 # -- registrations -------------------------------------------------------------------------
