@@ -34,10 +34,12 @@ from typing import Any
 from cleveragents.llm.scripted import ScriptedModel
 from cleveragents.tool import (
     CancelToken,
-    IterationSummary,
+    EventSink,
+    IterationFinished,
+    IterationStarted,
     LLMRequest,
     Message,
-    NullEventSink,
+    RunEvent,
     ToolActorContext,
     ToolCall,
     ToolCallingRuntime,
@@ -204,18 +206,18 @@ def compare(
     return sync_ratio, async_ratio, handler_ratio
 
 
-class IterationClock(NullEventSink):
+class IterationClock(EventSink):
     """Times each iteration from the sink's own start and end events."""
 
     def __init__(self) -> None:
         self.durations: list[float] = []
         self._started = 0.0
 
-    def on_iteration_started(self, iteration: int) -> None:
-        self._started = time.perf_counter()
-
-    def on_iteration(self, summary: IterationSummary) -> None:
-        self.durations.append(time.perf_counter() - self._started)
+    def on_event(self, event: RunEvent, /) -> None:
+        if isinstance(event, IterationStarted):
+            self._started = time.perf_counter()
+        elif isinstance(event, IterationFinished):
+            self.durations.append(time.perf_counter() - self._started)
 
 
 def flatness(rounds: int) -> float:
