@@ -47,5 +47,5 @@ def test_local_refs_and_ordinary_schemas_still_compile() -> None:
     spec = _spec({"type": "object", "properties": {"a": {"$ref": "#/definitions/s"}},
                   "definitions": {"s": {"type": "string", "pattern": "^[a-z]+$"}}})  # fmt: skip
     spec.validate_input({"a": "abc"})
-    with pytest.raises(ToolInputError, match="arguments.a must match pattern"):
+    with pytest.raises(ToolInputError, match=r"arguments\.a must match pattern"):
         spec.validate_input({"a": "ABC"})
