@@ -143,6 +143,41 @@ async def test_concurrent_calls_of_one_tool_activate_it_once() -> None:
 
 
 @pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("blocking", [False, True], ids=["inline", "pooled"])
+def test_every_awaitable_a_sync_handler_s_stages_meet_is_settled(mode: str, blocking: bool) -> None:
+    # An async hook, a policy that answers with a coroutine (its method is sync) and a
+    # sync handler that returns one: in a sync run the stages run them to their end in
+    # the thread they run in (the caller's, or a worker's), in the async driver on the loop.
+    log: list[str] = []
+
+    async def activate(context: ToolActorContext) -> None:
+        await asyncio.sleep(0)
+        log.append("activated")
+
+    async def answer(query: PermissionQuery) -> str | None:
+        await asyncio.sleep(0)
+        return None if query.arguments.get("ok") else "refused, later"
+
+    class Later:
+        def authorize(self, query: PermissionQuery) -> Any:
+            return answer(query)
+
+    async def later(inputs: dict[str, Any]) -> Any:
+        await asyncio.sleep(0)
+        return inputs["ok"]
+
+    tool = spec("t", lambda i: later(i), on_activate=activate, blocking=blocking)
+    rt = runtime(
+        [calls(("t", {"ok": True}), ("t", {"ok": False})), {"content": "x"}], tool,
+        policy=Later(),
+    )  # fmt: skip
+    done, refused = drive(rt, mode).tool_call_history
+    assert (done.success, done.output) == (True, True)
+    assert (refused.success, refused.error) == (False, "refused, later")
+    assert log == ["activated"]
+
+
+@pytest.mark.parametrize("mode", MODES)
 def test_the_policy_can_refuse_a_call_which_becomes_a_failed_record(mode: str) -> None:
     asked: list[str] = []
 

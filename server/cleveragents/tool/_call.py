@@ -1,24 +1,32 @@
-"""The sans-IO core of a tool call: every decision of the four stages, no calling out.
+"""The stages of a tool call, written once, and every decision about them.
 
-``CallCore`` holds one run's tool state (the activations made, the reserved inputs) and
-decides: which spec a name resolves to, the inputs a handler receives, what the policy
-is asked, how an output is checked and filtered, and the record of every outcome, with
-its ``error_code``. It never awaits and never blocks: the drivers (async in
-``_runner.py``, sync in ``_runner_sync.py``) call the handlers, hooks and policy
-(inline, awaited, or in a worker thread) and hand the results back here. It knows no
-event loop and no transport; its one lock lets the sync driver's threads share an
-activation.
+``CallCore`` holds one run's tool state (the activations made, the reserved inputs, where
+blocking handlers run) and decides: which spec a name resolves to, the inputs a handler
+receives, what the policy is asked, how an output is checked and filtered, and the record
+of every outcome, with its ``error_code``. :meth:`CallCore.stages` is the one sequence of
+a call: activate, validate, authorize, call, finish.
+
+The sequence waits only as its :class:`Driver` says, at the points where a call may have
+to: a tool's first activation (shared with the run's concurrent calls), an awaitable
+answer of the policy or the handler, and a handler that needs a worker thread or a
+deadline. The async driver (``_runner.py``) awaits there; the sync driver
+(``_runner_sync.py``) runs each awaitable to its end first, so the sequence never
+suspends and one step runs it (:func:`run_now`). Neither writes the stages again. This
+module knows no transport; the ways its coroutines are stepped by hand are at its end.
 """
 
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
+import contextvars
 import json
 import logging
 import threading
 import time
-from collections.abc import Awaitable, Callable, Iterator, Sequence
-from typing import Any, Literal, TypeAlias, TypeGuard
+import types
+from collections.abc import Awaitable, Callable, Coroutine, Generator, Iterator, Sequence
+from typing import Any, Literal, Protocol, TypeAlias, TypeGuard, TypeVar
 
 from ._cancel import CancelToken
 from ._errors import (
@@ -39,7 +47,6 @@ from ._types import (
     JSONValue,
     ToolActorContext,
     ToolCall,
-    ToolCallContext,
     ToolCallRecord,
 )
 
@@ -119,8 +126,41 @@ class ToolCallsInterrupted(asyncio.CancelledError):
         self.records = records
 
 
+Offload: TypeAlias = Callable[
+    ["CallCore", ToolSpec, dict[str, JSONValue], ToolCall, int], Awaitable[Any]
+]
+"""``offload(core, spec, inputs, call, iteration)``: the handler's output, from a worker
+thread or under the handler's deadline."""
+
+Resolve: TypeAlias = Callable[[Awaitable[Any]], Any]
+"""Runs an awaitable to its end, from synchronous code, and returns its result."""
+
+
+class Driver(Protocol):
+    """How a driver meets the points where a call may wait (see :meth:`CallCore.stages`).
+
+    A driver holds no run: the run's state is the core's, so one driver serves many runs
+    and a run's session holds no reference cycle through it."""
+
+    @property
+    def resolve(self) -> Resolve | None:
+        """``None``: the stages await what they wait for (the async driver). Otherwise
+        it runs each awaitable to its end first, so the stages never suspend (the sync
+        driver, in a thread without a running loop)."""
+
+    @property
+    def offload(self) -> Offload | None:
+        """How a handler that needs a worker thread (a blocking one) or a timer (a timed
+        one) is called; ``None``: every handler is called where the stages run (the
+        sync driver, which chose the thread before the stages and keeps the time)."""
+
+    def activate(self, core: CallCore, spec: ToolSpec, /) -> Awaitable[None]:
+        """Activate ``spec`` for the run once, sharing that activation with concurrent
+        first calls; ``ToolActivationError`` when its hook fails."""
+
+
 class CallCore:
-    """One run's tool state and every decision about its calls (no I/O)."""
+    """One run's tool state, every decision about its calls, and their stages."""
 
     def __init__(
         self,
@@ -144,13 +184,50 @@ class CallCore:
         self.activated: dict[str, ToolSpec] = {}
         self.activation_lock = threading.Lock()
         """Held by the sync driver's threads while one activates a tool."""
+        self.activating: dict[str, asyncio.Future[None]] = {}
+        """The async driver's activations under way: what a concurrent call waits on."""
+        self.executor: concurrent.futures.Executor | None = None
+        """Where the async driver runs blocking handlers: the loop's default executor
+        (``None``), or the shared pool when the sync driver runs the loop."""
         # Reserved inputs, built once per run: the context always wins.
         self._reserved: dict[str, JSONValue] = {
             "sandbox_root": context.sandbox_root,
             "resource_bindings": context.resource_bindings,
         }
 
-    # -- discover and execute ------------------------------------------------------------
+    # -- the stages ----------------------------------------------------------------------
+
+    async def stages(
+        self, spec: ToolSpec, call: ToolCall, iteration: int, started: float, driver: Driver
+    ) -> ToolCallRecord:
+        """Stages 2-3 of a discovered call: activate (once per run), then execute:
+        validate the arguments, ask the policy, call the handler, check and filter its
+        output. Every failure, at any stage, is the call's record."""
+        try:
+            if spec.on_activate is not None and spec.name not in self.activated:
+                await driver.activate(self, spec)
+            inputs = self.inputs(spec, call)
+            if self.policy is not None:
+                query = PermissionQuery(
+                    spec, call.arguments, call.id, iteration, self.context, inputs
+                )
+                answer = self.policy.authorize(query)
+                if is_awaitable(answer):
+                    resolve = driver.resolve
+                    answer = await answer if resolve is None else resolve(answer)
+                if answer is not None:  # None allows the call; anything else is why not
+                    raise ToolPermissionError(str(answer))
+            offload = driver.offload
+            if offload is None or self.direct(spec):
+                output = spec.invoke(inputs, call, iteration, self)
+            else:
+                output = offload(self, spec, inputs, call, iteration)
+            if hasattr(output, "__await__"):
+                resolve = driver.resolve
+                output = await output if resolve is None else resolve(output)
+            return self.finish(spec, call, iteration, started, output)
+        except Exception as exc:  # noqa: BLE001 - the tool-failure boundary: failures become records
+            return self.failure(spec, call, iteration, started, exc)
 
     def discover(self, call: ToolCall) -> ToolSpec | None:
         spec = self.registry.get(call.name)
@@ -179,40 +256,15 @@ class CallCore:
         spec.validate_input(model_args)
         return {**model_args, **self._reserved}
 
-    def authorize(
-        self, spec: ToolSpec, call: ToolCall, iteration: int, inputs: dict[str, JSONValue]
-    ) -> Awaitable[object] | None:
-        """Ask the policy (there is one). A sync answer is settled here; an awaitable one
-        is returned for the driver to await and hand to ``refuse``."""
-        assert self.policy is not None
-        query = PermissionQuery(spec, call.arguments, call.id, iteration, self.context, inputs)
-        answer = self.policy.authorize(query)
-        if is_awaitable(answer):
-            return answer
-        self.refuse(answer)
-        return None
-
-    @staticmethod
-    def refuse(answer: object) -> None:
-        """``None`` allows the call; anything else is the refusal text."""
-        if answer is not None:
-            raise ToolPermissionError(str(answer))
-
-    def call_context(self, spec: ToolSpec, call: ToolCall, iteration: int) -> ToolCallContext:
-        return ToolCallContext(
-            call.id, spec.name, iteration, call.arguments, self.context, self.cancel
-        )
-
-    def call_handler(
-        self, spec: ToolSpec, call: ToolCall, iteration: int, inputs: dict[str, JSONValue]
-    ) -> object:
-        """Call the handler with the arguments it takes (read once, with the spec)."""
-        if spec.takes_context:
-            return spec.handler(inputs, self.call_context(spec, call, iteration))  # type: ignore[call-arg]
-        return spec.handler(inputs)  # type: ignore[call-arg]
-
     def timeout(self, spec: ToolSpec) -> float | None:
         return spec.timeout_s if spec.timeout_s is not None else self.default_timeout_s
+
+    def direct(self, spec: ToolSpec) -> bool:
+        """Whether the handler may be called where the stages run, on an event loop: it
+        needs no thread (an inline or async handler) and no timer (no timeout)."""
+        return spec.inline or (
+            spec.is_async and spec.timeout_s is None and self.default_timeout_s is None
+        )
 
     @staticmethod
     def timed_out(spec: ToolSpec, timeout: float) -> ToolTimeoutError:
@@ -292,8 +344,9 @@ class CallCore:
 
     # -- activate and deactivate ---------------------------------------------------------
 
-    def activate(self, spec: ToolSpec) -> object:
-        """Enter the activate stage: run the hook; its result may be awaitable."""
+    def run_activation_hook(self, spec: ToolSpec) -> object:
+        """Enter the activate stage: run the hook; its result may be awaitable (the
+        driver's ``activate`` settles it and shares it)."""
         if self.observe is not None:
             self.observe("activate", spec.name, "")
         assert spec.on_activate is not None
@@ -323,3 +376,66 @@ class CallCore:
     @staticmethod
     def teardown_failed(spec: ToolSpec) -> None:
         logger.exception("deactivation of tool %s failed", spec.name)
+
+
+# -- coroutines stepped by hand ----------------------------------------------------------
+#
+# Two places step a coroutine themselves instead of awaiting it, and both are here:
+#
+# * the sync driver runs ``CallCore.stages`` without an event loop (``run_now``): its
+#   driver settles every awaitable before the stages await it, so one step ends them;
+# * the async driver starts each call of an iteration in the awaiting task (``arun_calls``
+#   takes the first step itself), for speed: a call that ends without suspending costs
+#   no task and no turn of the loop. Only a call that suspends goes on, through
+#   ``resume``, in that same task.
+
+T = TypeVar("T")
+
+
+def run_now(steps: Coroutine[Any, Any, T]) -> T:
+    """The result of ``steps``, a coroutine that never suspends (the stages under the sync
+    driver): one step runs it to its end."""
+    try:
+        steps.send(None)
+    except StopIteration as done:
+        result: T = done.value
+        return result
+    steps.close()
+    raise RuntimeError("a call of the sync driver suspended")  # a driver that did not settle
+
+
+def first_step(steps: Coroutine[Any, Any, T], context: contextvars.Context) -> tuple[bool, Any]:
+    """Step ``steps`` once in ``context``: ``(True, result)`` if it ended, else ``(False,
+    what it suspended on)`` for :func:`resume`."""
+    try:
+        return False, context.run(steps.send, None)
+    except StopIteration as done:
+        return True, done.value
+
+
+@types.coroutine
+def resume(
+    coro: Coroutine[Any, Any, T], suspended_on: object, context: contextvars.Context
+) -> Generator[Any, Any, T]:
+    """Await the rest of ``coro``, which was stepped by hand and suspended on
+    ``suspended_on``: what ``await coro`` would have done from there (PEP 380), in the
+    call's ``context``."""
+    run = context.run
+    while True:
+        try:
+            sent = yield suspended_on
+        except GeneratorExit:
+            coro.close()
+            raise
+        except BaseException as exc:  # noqa: BLE001 - handed to the coroutine, as await does
+            try:
+                suspended_on = run(coro.throw, exc)
+            except StopIteration as done:
+                result: T = done.value
+                return result
+        else:
+            try:
+                suspended_on = run(coro.send, sent)
+            except StopIteration as done:
+                result = done.value
+                return result

@@ -7,28 +7,28 @@
 4. **deactivate**: teardown of every activated tool when the run ends, on success,
    error and cancel alike (``ToolRunSession.close`` / ``aclose``).
 
-Every decision lives once, in ``CallCore`` (``_call.py``); the drivers only call out.
-The async driver (here) awaits, a sync ``blocking`` handler in a worker thread, under
-its timeout. The sync driver (``_runner_sync.py``) runs sync calls from the calling
-thread and hands an iteration with an async handler to the async driver, on the run's
-private event loop (``_runloop.py``). Every outcome is a ``ToolCallRecord``: a failed
-tool is data for the model, never an exception for the caller. The runner knows no
-transport and no provider.
+Stages 2-3 are written once, ``CallCore.stages`` (``_call.py``); the drivers say where
+they run. The async driver (here) runs them on the event loop, a sync ``blocking``
+handler in a worker thread and a timed one under its deadline (``AsyncDriver``). The
+sync driver (``_runner_sync.py``) runs sync calls from the calling thread and hands an
+iteration with an async handler to the async driver, on the run's private event loop
+(``_runloop.py``). Every outcome is a ``ToolCallRecord``: a failed tool is data for the
+model, never an exception for the caller. The runner knows no transport and no provider.
 """
 
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import contextvars
 import functools
 import time
-import types
-from collections.abc import Awaitable, Coroutine, Generator, Sequence
-from typing import Any, TypeVar
+from collections.abc import Awaitable, Sequence
+from typing import Any
 
 from ._call import (
     CANCELLED_ERROR,
+    CallCore,
+    Offload,
     OnRecord,
     OutputFilter,
     Stage,
@@ -36,14 +36,16 @@ from ._call import (
     ToolCallsInterrupted,
     describe_error,
     error_code,
+    first_step,
     is_awaitable,
     output_text,
+    resume,
 )
 from ._cancel import CancelToken
 from ._policy import ToolPolicy
 from ._registry import ToolRegistry
 from ._runloop import RunLoop, worker_pool
-from ._runner_sync import SyncCalls
+from ._runner_sync import SyncCalls, SyncDriver
 from ._spec import ToolSpec
 from ._types import JSONValue, ToolActorContext, ToolCall, ToolCallRecord
 
@@ -68,8 +70,6 @@ YIELD_EVERY_S = 0.002
 that answer without suspending (the scripted model, inline tools) would otherwise hold
 the loop for a whole run, or an iteration of a thousand calls: no cancel could land,
 no request be answered, and other runs would wait."""
-
-T = TypeVar("T")
 
 _REPORT_CHUNK = 256
 """Cancelled records reported between two yields to the event loop."""
@@ -142,12 +142,9 @@ class ToolRunSession(SyncCalls):
             policy=runner.policy, default_timeout_s=runner.default_timeout_s,
             observe=runner.stage_observer, output_filter=runner.output_filter,
         )  # fmt: skip
-        self._activating: dict[str, asyncio.Future[None]] = {}
         self.loop = RunLoop()
         """The private event loop of a sync run (made only if the run awaits)."""
-        self.executor: concurrent.futures.Executor | None = None
-        """Where blocking handlers run: the loop's default executor (``None``), or the
-        shared pool when the sync driver runs the loop."""
+        self.here = SyncDriver(self.loop.run)
 
     # -- async driver --------------------------------------------------------------------
 
@@ -161,79 +158,10 @@ class ToolRunSession(SyncCalls):
         if spec is None:
             record = self.unknown(call, iteration, started)
         else:
-            try:
-                if spec.on_activate is not None and spec.name not in self.activated:
-                    await self._aactivate(spec)
-                inputs = self.inputs(spec, call)
-                if self.policy is not None:
-                    pending = self.authorize(spec, call, iteration, inputs)
-                    if pending is not None:
-                        self.refuse(await pending)
-                if spec.inline or (
-                    spec.is_async and spec.timeout_s is None and self.default_timeout_s is None
-                ):  # no timer, no thread: call it here
-                    if spec.takes_context:
-                        output = spec.handler(inputs, self.call_context(spec, call, iteration))  # type: ignore[call-arg]
-                    else:
-                        output = spec.handler(inputs)  # type: ignore[call-arg]
-                    if hasattr(output, "__await__"):
-                        output = await output
-                else:  # a timer, a worker thread, or both
-                    output = await self._ainvoke(spec, call, iteration, inputs)
-                record = self.finish(spec, call, iteration, started, output)
-            except Exception as exc:  # noqa: BLE001 - the tool-failure boundary: failures become records
-                record = self.failure(spec, call, iteration, started, exc)
+            record = await self.stages(spec, call, iteration, started, ON_LOOP)
         if on_record is not None:
             on_record(index, record)
         return record
-
-    async def _ainvoke(
-        self, spec: ToolSpec, call: ToolCall, iteration: int, inputs: dict[str, JSONValue]
-    ) -> Any:
-        timeout = self.timeout(spec)
-        if timeout is None:
-            return await self._acall(spec, call, iteration, inputs)
-        deadline = asyncio.timeout(timeout)
-        try:
-            async with deadline:
-                return await self._acall(spec, call, iteration, inputs)
-        except TimeoutError:
-            if deadline.expired():
-                raise self.timed_out(spec, timeout) from None
-            raise  # the handler's own TimeoutError: a failure like any other
-
-    async def _acall(
-        self, spec: ToolSpec, call: ToolCall, iteration: int, inputs: dict[str, JSONValue]
-    ) -> Any:
-        if spec.is_async:
-            return await self.call_handler(spec, call, iteration, inputs)  # type: ignore[misc]
-        # A blocking sync handler: in a worker thread, in a copy of the caller's context
-        # (as ``asyncio.to_thread``), on the executor of the run's kind.
-        work = functools.partial(
-            contextvars.copy_context().run, self.call_handler, spec, call, iteration, inputs
-        )
-        result = await asyncio.get_running_loop().run_in_executor(self.executor, work)
-        return await result if is_awaitable(result) else result
-
-    async def _aactivate(self, spec: ToolSpec) -> None:
-        pending = self._activating.get(spec.name)
-        if pending is not None:  # a concurrent call of the same tool is activating it
-            await asyncio.shield(pending)
-            return
-        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self._activating[spec.name] = future
-        try:
-            result = self.activate(spec)
-            if is_awaitable(result):
-                await result
-        except BaseException as exc:
-            del self._activating[spec.name]
-            error = self.activation_failed(spec, exc)
-            future.set_exception(error)
-            future.exception()  # mark retrieved: concurrent waiters re-raise it themselves
-            raise error from exc
-        self.activated[spec.name] = spec
-        future.set_result(None)
 
     async def arun_calls(
         self, calls: Sequence[ToolCall], iteration: int, on_record: OnRecord | None = None
@@ -265,10 +193,9 @@ class ToolRunSession(SyncCalls):
                     last_turn = _perf()
                 coro = self.arun_call(call, iteration, index, on_record)
                 context = contextvars.copy_context()
-                try:
-                    suspended_on = context.run(coro.send, None)
-                except StopIteration as done:
-                    records.append(done.value)
+                ended, step = first_step(coro, context)
+                if ended:
+                    records.append(step)
                     continue
                 first_task = index + 1
                 create_task = asyncio.get_running_loop().create_task
@@ -276,7 +203,7 @@ class ToolRunSession(SyncCalls):
                     create_task(self.arun_call(later, iteration, number, on_record))
                     for number, later in enumerate(calls[first_task:], first_task)
                 ]
-                records.append(await _resume(coro, suspended_on, context))
+                records.append(await resume(coro, step, context))
                 for task in tasks:
                     records.append(await task)
                 break
@@ -323,7 +250,7 @@ class ToolRunSession(SyncCalls):
 
     async def aclose(self) -> None:
         """Deactivate every activated tool, whatever happened (logged, never raised)."""
-        self._activating.clear()
+        self.activating.clear()
         for spec, pending in self.teardown():
             try:
                 await pending
@@ -381,27 +308,73 @@ class ToolRunSession(SyncCalls):
             self.loop.close()
 
 
-@types.coroutine
-def _resume(
-    coro: Coroutine[Any, Any, T], suspended_on: object, context: contextvars.Context
-) -> Generator[Any, Any, T]:
-    """Await the rest of ``coro``, which was stepped by hand and suspended on
-    ``suspended_on``: what ``await coro`` would have done from there (PEP 380), in the
-    call's ``context``."""
-    run = context.run
-    while True:
+class AsyncDriver:
+    """The async driver's side of the stages (a ``Driver``), on the event loop.
+
+    The stages await where the call stands. A handler that needs a worker thread or a
+    deadline goes to :func:`_offload`; the others are called where the stages run.
+    First calls of a tool in several tasks share one activation (a future the later
+    ones wait on)."""
+
+    __slots__ = ("offload",)
+
+    resolve: None = None
+
+    def __init__(self) -> None:
+        self.offload: Offload = _offload
+
+    async def activate(self, core: CallCore, spec: ToolSpec) -> None:
+        pending = core.activating.get(spec.name)
+        if pending is not None:  # a concurrent call of the same tool is activating it
+            await asyncio.shield(pending)
+            return
+        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        core.activating[spec.name] = future
         try:
-            sent = yield suspended_on
-        except GeneratorExit:
-            coro.close()
-            raise
-        except BaseException as exc:  # noqa: BLE001 - handed to the coroutine, as await does
-            try:
-                suspended_on = run(coro.throw, exc)
-            except StopIteration as done:
-                return done.value  # type: ignore[no-any-return]
-        else:
-            try:
-                suspended_on = run(coro.send, sent)
-            except StopIteration as done:
-                return done.value  # type: ignore[no-any-return]
+            result = core.run_activation_hook(spec)
+            if is_awaitable(result):
+                await result
+        except BaseException as exc:
+            del core.activating[spec.name]
+            error = core.activation_failed(spec, exc)
+            future.set_exception(error)
+            future.exception()  # mark retrieved: concurrent waiters re-raise it themselves
+            raise error from exc
+        core.activated[spec.name] = spec
+        future.set_result(None)
+
+
+async def _offload(
+    core: CallCore, spec: ToolSpec, inputs: dict[str, JSONValue], call: ToolCall, iteration: int
+) -> Any:
+    """A handler under its timeout, if it has one. A ``TimeoutError`` is a timeout only
+    when the deadline is what expired; the handler's own passes on as its failure."""
+    timeout = core.timeout(spec)
+    if timeout is None:
+        return await _elsewhere(core, spec, inputs, call, iteration)
+    deadline = asyncio.timeout(timeout)
+    try:
+        async with deadline:
+            return await _elsewhere(core, spec, inputs, call, iteration)
+    except TimeoutError:
+        if deadline.expired():
+            raise core.timed_out(spec, timeout) from None
+        raise
+
+
+async def _elsewhere(
+    core: CallCore, spec: ToolSpec, inputs: dict[str, JSONValue], call: ToolCall, iteration: int
+) -> Any:
+    """An async handler awaited here; a sync one in a worker thread, in a copy of the
+    caller's context (as ``asyncio.to_thread``), on the executor of the run's kind."""
+    if spec.is_async:
+        output = spec.invoke(inputs, call, iteration, core)
+    else:
+        work = functools.partial(
+            contextvars.copy_context().run, spec.invoke, inputs, call, iteration, core
+        )
+        output = await asyncio.get_running_loop().run_in_executor(core.executor, work)
+    return await output if is_awaitable(output) else output
+
+
+ON_LOOP = AsyncDriver()

@@ -4,8 +4,8 @@
 run in the shared pool of worker threads, each under its timeout, the driver waiting
 on their futures (a thread wakes a waiting thread faster than it wakes an event loop).
 An iteration with an async handler, or a run with an async policy, is not run here:
-``run_sync`` answers ``None`` and the caller hands it to the async driver. Every
-decision is ``CallCore``'s; this module only calls and waits.
+``run_sync`` answers ``None`` and the caller hands it to the async driver. The stages of
+a call are ``CallCore.stages``; this module only says where they run and waits.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import time
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
-from ._call import CallCore, OnRecord, is_awaitable
+from ._call import CallCore, OnRecord, Resolve, is_awaitable, run_now
 from ._runloop import RunLoop, worker_pool
 from ._spec import ToolSpec
 from ._types import ToolCall, ToolCallRecord
@@ -27,11 +27,56 @@ _Pending = dict[concurrent.futures.Future[ToolCallRecord], tuple[int, ToolSpec, 
 """A call running in the pool: its index, spec, start and deadline."""
 
 
+class SyncDriver:
+    """The sync driver's side of the stages (a ``Driver``), in one thread.
+
+    A rare awaitable (an async hook, a sync handler or policy that returns a coroutine)
+    runs to its end on ``resolve`` before the stages go on, so they never suspend: on the
+    run's private loop from the calling thread, on a loop of its own in a worker thread.
+    Every handler is called where the stages run (the pool was chosen before them, and
+    the waiting thread keeps the time). First calls of a tool in several threads share
+    one activation, under the core's lock."""
+
+    __slots__ = ("resolve",)
+
+    offload: None = None
+
+    def __init__(self, resolve: Resolve) -> None:
+        self.resolve = resolve
+
+    async def activate(self, core: CallCore, spec: ToolSpec) -> None:
+        with core.activation_lock:
+            if spec.name in core.activated:
+                return
+            try:
+                result = core.run_activation_hook(spec)
+                if is_awaitable(result):
+                    self.resolve(result)
+            except Exception as exc:
+                raise core.activation_failed(spec, exc) from exc
+            core.activated[spec.name] = spec
+
+
+def _run_fresh(awaitable: Awaitable[Any]) -> Any:
+    """An awaitable met in a worker thread: run on an event loop of its own (rare)."""
+
+    async def settle() -> Any:
+        return await awaitable
+
+    return asyncio.run(settle())
+
+
+IN_WORKER = SyncDriver(_run_fresh)
+"""The driver of calls running in the pool's threads."""
+
+
 class SyncCalls(CallCore):
     """The sync driver's half of a run session (``ToolRunSession`` combines both)."""
 
     loop: RunLoop
     """The private event loop of a sync run, for a rare awaitable (an async hook)."""
+    here: SyncDriver
+    """The driver of calls running in the calling thread (it settles on ``loop``)."""
 
     def run_sync(
         self, calls: Sequence[ToolCall], iteration: int, on_record: OnRecord | None = None
@@ -50,7 +95,7 @@ class SyncCalls(CallCore):
             elif spec.inline:
                 if self.observe is not None:
                     self.observe("discover", spec.name, call.id)
-                record = self._run_here(spec, call, iteration, started)
+                record = run_now(self.stages(spec, call, iteration, started, self.here))
             else:
                 return None if spec.is_async else self._run_pooled(calls, iteration, on_record)
             if on_record is not None:
@@ -63,20 +108,19 @@ class SyncCalls(CallCore):
         records = []
         for index, call in enumerate(calls):
             # Discovered again as the call starts: an earlier call may change the registry.
-            record = self._run_inline(get(call.name), call, iteration)
+            record = self._run_inline(call, iteration)
             if on_record is not None:
                 on_record(index, record)
             records.append(record)
         return records
 
-    def _run_inline(self, spec: ToolSpec | None, call: ToolCall, iteration: int) -> ToolCallRecord:
+    def _run_inline(self, call: ToolCall, iteration: int) -> ToolCallRecord:
         """A call that runs here and now: an inline handler, or an unknown tool."""
         started = _perf()
+        spec = self.discover(call)
         if spec is None:
             return self.unknown(call, iteration, started)
-        if self.observe is not None:
-            self.observe("discover", spec.name, call.id)
-        return self._run_here(spec, call, iteration, started)
+        return run_now(self.stages(spec, call, iteration, started, self.here))
 
     def _run_pooled(
         self, calls: Sequence[ToolCall], iteration: int, on_record: OnRecord | None
@@ -97,58 +141,19 @@ class SyncCalls(CallCore):
             if spec is None:
                 done(index, self.unknown(call, iteration, started))
             elif spec.inline:
-                done(index, self._run_here(spec, call, iteration, started))
+                done(index, run_now(self.stages(spec, call, iteration, started, self.here)))
             else:
                 timeout = self.timeout(spec)
                 deadline = started + timeout if timeout is not None else float("inf")
                 future = worker_pool().submit(
-                    self._run_here, spec, call, iteration, started, _run_fresh
+                    run_now, self.stages(spec, call, iteration, started, IN_WORKER)
                 )
                 pending[future] = (index, spec, started, deadline)
         if pending:
             self._wait(calls, iteration, done, pending)
-        return records  # type: ignore[return-value]  # every slot is filled
-
-    def _run_here(
-        self,
-        spec: ToolSpec,
-        call: ToolCall,
-        iteration: int,
-        started: float,
-        resolve: Callable[[Awaitable[Any]], Any] | None = None,
-    ) -> ToolCallRecord:
-        """Stages 2-3 of a sync call in this thread (the driver's, or a worker's); a rare
-        awaitable (an async hook, a sync handler that returns a coroutine) goes to
-        ``resolve`` (a worker's own loop), by default the run's loop."""
-        try:
-            if spec.on_activate is not None and spec.name not in self.activated:
-                self._activate(spec, resolve or self.loop.run)
-            inputs = self.inputs(spec, call)
-            if self.policy is not None:
-                pending = self.authorize(spec, call, iteration, inputs)
-                if pending is not None:
-                    self.refuse((resolve or self.loop.run)(pending))
-            if spec.takes_context:
-                output = spec.handler(inputs, self.call_context(spec, call, iteration))  # type: ignore[call-arg]
-            else:
-                output = spec.handler(inputs)  # type: ignore[call-arg]
-            if hasattr(output, "__await__"):
-                output = (resolve or self.loop.run)(output)
-            return self.finish(spec, call, iteration, started, output)
-        except Exception as exc:  # noqa: BLE001 - the tool-failure boundary: failures become records
-            return self.failure(spec, call, iteration, started, exc)
-
-    def _activate(self, spec: ToolSpec, resolve: Callable[[Awaitable[Any]], Any]) -> None:
-        with self.activation_lock:  # concurrent first calls share one activation
-            if spec.name in self.activated:
-                return
-            try:
-                result = self.activate(spec)
-                if is_awaitable(result):
-                    resolve(result)
-            except Exception as exc:
-                raise self.activation_failed(spec, exc) from exc
-            self.activated[spec.name] = spec
+        filled = [record for record in records if record is not None]
+        assert len(filled) == len(calls), "a pooled call without a record"
+        return filled
 
     def _wait(
         self,
@@ -157,8 +162,9 @@ class SyncCalls(CallCore):
         done: Callable[[int, ToolCallRecord], None],
         pending: _Pending,
     ) -> None:
-        """Wait for the pooled calls: each record as its call ends, times out, or the
-        run is cancelled (a thread cannot be killed: its result is then dropped)."""
+        """Wait for the pooled calls: each record as its call ends, its deadline passes,
+        or the run is cancelled (a thread cannot be killed: its result is then dropped).
+        A timeout is the deadline passing, whatever the handler raised before it."""
         wake: concurrent.futures.Future[Any] = concurrent.futures.Future()
 
         def wake_up() -> None:  # any thread
@@ -192,12 +198,3 @@ class SyncCalls(CallCore):
                     )
         finally:
             remove()
-
-
-def _run_fresh(awaitable: Awaitable[Any]) -> Any:
-    """An awaitable met in a worker thread: run on an event loop of its own (rare)."""
-
-    async def settle() -> Any:
-        return await awaitable
-
-    return asyncio.run(settle())

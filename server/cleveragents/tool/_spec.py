@@ -1,7 +1,9 @@
 """``ToolSpec``: what a tool is (name, schemas, annotations, timeout, handler, lifecycle hooks).
 
 A spec compiles its validators once, when it is built, so the hot path never compiles a
-schema. Identical schemas share one compiled validator.
+schema. Identical schemas share one compiled validator. It also reads its handler's
+parameters once and puts the handler behind one calling shape (``ToolSpec.invoke``), so
+no call site needs to know which of the two shapes a tool was written in.
 """
 
 from __future__ import annotations
@@ -11,14 +13,24 @@ import json
 import re
 import threading
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeAlias
 
 import attrs
 import fastjsonschema
 
 from ._draft7 import DRAFT_07
 from ._errors import InvalidToolNameError, ToolError, ToolInputError, ToolOutputError
-from ._types import RESERVED_INPUT_KEYS, JSONValue, ToolActorContext, ToolCallContext, ToolSchema
+from ._types import (
+    RESERVED_INPUT_KEYS,
+    JSONValue,
+    ToolActorContext,
+    ToolCall,
+    ToolCallContext,
+    ToolSchema,
+)
+
+if TYPE_CHECKING:
+    from ._cancel import CancelToken
 
 TOOL_NAME_PATTERN = re.compile(r"^[A-Za-z0-9_.:/-]{1,128}$")
 
@@ -33,6 +45,24 @@ arguments plus the reserved keys), and, when the handler takes a second paramete
 ``ToolCallContext`` of the call (call id, iteration, run context, cancel token)."""
 
 LifecycleHook = Callable[[ToolActorContext], Awaitable[None] | None]
+
+
+class RunScope(Protocol):
+    """What a call's ``ToolCallContext`` takes from its run (the runner's session)."""
+
+    @property
+    def context(self) -> ToolActorContext: ...
+
+    @property
+    def cancel(self) -> CancelToken: ...
+
+
+Invoke: TypeAlias = Callable[[dict[str, JSONValue], ToolCall, int, RunScope], Any]
+"""``invoke(inputs, call, iteration, run)``: the one shape in which the runner calls every
+handler, whichever of the two it was written in; it answers the output (any JSON) or an
+awaitable of it. The ``ToolCallContext`` is built from
+``call``, ``iteration`` and ``run`` only for a handler that takes it (building one costs
+more than a handler that ignores it)."""
 
 Validator = Callable[[JSONValue], None]
 
@@ -182,6 +212,32 @@ def takes_call_context(name: str, handler: object) -> bool:
     return len(required) == 2
 
 
+def invoker(name: str, handler: ToolHandler, takes_context: bool) -> Invoke:
+    """``handler`` behind the one calling shape, :data:`Invoke`: one frame that passes
+    the inputs on, and for a handler of two parameters its ``ToolCallContext``."""
+    # Its parameters were read when the spec was built (``takes_call_context``): the
+    # handler is called as a callable of the arity found there.
+    handle: Callable[..., Any] = handler
+    if not takes_context:
+
+        def invoke(
+            inputs: dict[str, JSONValue], tool_call: ToolCall, iteration: int, run: RunScope
+        ) -> Any:
+            return handle(inputs)
+
+        return invoke
+
+    def invoke_with_context(
+        inputs: dict[str, JSONValue], tool_call: ToolCall, iteration: int, run: RunScope
+    ) -> Any:
+        context = ToolCallContext(
+            tool_call.id, name, iteration, tool_call.arguments, run.context, run.cancel
+        )
+        return handle(inputs, context)
+
+    return invoke_with_context
+
+
 def _field_path(exc: fastjsonschema.JsonSchemaValueException, root: str) -> str:
     path = [str(part) for part in (exc.path or [])[1:]]
     return ".".join([root, *path]) if path else root
@@ -219,7 +275,8 @@ class ToolSpec:
     driver's thread (no worker thread, and so no timeout enforcement). ``on_activate``
     runs once per run before the first call; ``on_deactivate`` when the run ends.
     ``takes_context`` (a handler of two parameters) and ``inline`` (a sync handler with
-    ``blocking=False``) are read once here, so no call inspects the handler.
+    ``blocking=False``) are read once here, so no call inspects the handler; ``invoke``
+    calls the handler in the one shape the runner knows (:data:`Invoke`).
     """
 
     name: str
@@ -238,6 +295,7 @@ class ToolSpec:
     is_async: bool = attrs.field(init=False)
     takes_context: bool = attrs.field(init=False)
     inline: bool = attrs.field(init=False)
+    invoke: Invoke = attrs.field(init=False, repr=False)
     _validate_input: Validator = attrs.field(init=False)
     _validate_output: Validator | None = attrs.field(init=False)
 
@@ -251,6 +309,7 @@ class ToolSpec:
             raise ValueError(f"tool {self.name!r}: timeout_s must be positive")
         self.is_async = is_async_callable(self.handler)
         self.inline = not self.blocking and not self.is_async
+        self.invoke = invoker(self.name, self.handler, self.takes_context)
         parameters = _strip_reserved(self.input_schema)
         self.schema = ToolSchema(self.name, self.description, parameters)
         self._validate_input = _compile_field(parameters, "input_schema")
