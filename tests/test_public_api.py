@@ -16,7 +16,9 @@ PUBLIC: dict[str, set[str]] = {
     "cleveragents.tool": {
         "DEFAULT_MAX_ITERATIONS", "PERMISSION_OUTCOMES", "RESERVED_INPUT_KEYS",
         "TOOL_NAME_PATTERN", "AllowAll", "CancelToken", "CleverAgentsError", "Decision",
-        "DuplicateToolError", "EventSink", "InvalidToolNameError", "IterationSummary",
+        "DuplicateToolError", "EventSink", "InvalidToolNameError", "IterationFinished",
+        "IterationStarted", "MessageDelta", "RunError", "RunEvent", "RunFinished", "RunResult",
+        "RunStarted", "RunStatus", "ToolCallFinished", "ToolCallStarted",
         "JSONValue", "JsonRpcCode", "LLMCaller", "LLMRequest", "LLMResponse", "Message",
         "NullEventSink", "PermissionOutcome", "PermissionQuery", "ProviderFormat",
         "ProviderStreamError", "SchemaDefinitionError", "StageObserver", "ToolActivationError",
@@ -40,9 +42,10 @@ PUBLIC: dict[str, set[str]] = {
         "providers", "register_provider",
     },
     "cleveragents.protocol": {
-        "BY_NAME", "MAX_BODY", "METHODS", "PROTOCOL_VERSION", "FrameReader", "Method",
-        "ParamsError", "RawJson", "camel", "converter", "dumps", "encode_frame", "fits",
-        "frame", "methods", "read_body", "structure", "unstructure", "wire",
+        "BY_NAME", "MAX_BODY", "METHODS", "PROTOCOL_VERSION", "RUN_EVENTS", "EventEncoder",
+        "FrameReader", "Method", "ParamsError", "RawJson", "RpcError", "camel", "converter",
+        "dumps", "encode_frame", "fits", "frame", "methods", "read_body", "result_wire",
+        "structure", "unstructure", "usage_wire", "wire", "wire_notification",
     },
     "cleveragents.mcp": {
         "RESTARTS_PER_MINUTE", "SDK_MISSING", "SERVER_NAME_PATTERN", "McpConfigError",
@@ -51,18 +54,31 @@ PUBLIC: dict[str, set[str]] = {
     },
     "cleveragents.transcripts": {
         "INTERRUPTED_MESSAGE", "META", "PROMPT_SUMMARY_MAX", "RunInterruptedError",
-        "RunNotFoundError", "RunStateError", "Transcript", "TranscriptStore",
+        "RunNotFoundError", "RunRecorder", "RunStateError", "Transcript", "TranscriptStore",
         "default_state_dir", "valid_run_id",
     },
     "cleveragents.daemon": {
-        "CapabilityError", "CleverAgentsServer", "DaemonConfig", "NotInitializedError",
-        "RunInterruptedError", "RunManager", "RunNotFoundError", "RunStateError",
+        "CapabilityError", "CleverAgentsServer", "DaemonConfig", "DaemonRuns",
+        "NotInitializedError", "RunInterruptedError", "RunNotFoundError", "RunStateError",
         "StateDirError", "TranscriptStore", "create_server", "default_state_dir", "serve",
     },
     "cleveragents.client": {
         "Client", "DaemonConnection", "DaemonStartError", "HandlerError", "RpcError",
     },
     "cleveragents.acp": {"AcpAgent", "create_agent", "serve"},
+    "cleveragents.runs": {
+        "COLLECTOR", "DEFAULT_MAX_ITERATIONS", "DEFAULT_MAX_TOOL_OUTPUT_BYTES",
+        "MAX_TOOL_OUTPUT_BYTES", "AskUser", "CapabilityError", "CollectorPolicy",
+        "McpServerState", "McpServers", "RunHandle", "RunObserver", "RunRequest",
+        "RunRequestError", "RunService", "RunSettings", "StateDirError", "model_spec",
+        "reserved",
+    },
+    "cleveragents.rpc": {
+        "CANCEL_REQUEST", "EXIT_CODES", "HIGH_WATER", "LOW_WATER", "MAX_DEPTH", "CurrentPeer",
+        "Dispatcher", "FrameSink", "Handlers", "NotInitializedError", "NotificationHandler",
+        "Peer", "RequestHandler", "RpcError", "StreamSink", "install_signals", "keepalive",
+        "open_stdio", "prepare_process", "to_configs", "to_rpc_error",
+    },
 }  # fmt: skip
 
 

@@ -21,7 +21,8 @@ def test_every_layer_s_errors_are_registered_once_each() -> None:
     assert names["ProfileError"] == "workspace"
     assert names["ModelProviderError"] == "llm"
     assert names["RunNotFoundError"] == "transcripts"
-    assert names["CapabilityError"] == "daemon"
+    assert names["CapabilityError"] == "runs"
+    assert names["NotInitializedError"] == "rpc"
     codes = [cls.code for cls in errors]
     assert codes == sorted(set(codes), reverse=True)  # unique, base (-32010) first
     assert errors[0] is CleverAgentsError

@@ -13,23 +13,13 @@ from collections.abc import Iterator
 import pytest
 from toolkit import calls, runtime, spec
 
-from cleveragents.tool import CancelToken, EventSink, IterationSummary, ToolCallRecord
+from cleveragents.tool import CancelToken, EventSink, RunEvent
 
 
 class Sink(EventSink):
     """A sink that reads everything, so the run builds every event."""
 
-    def on_iteration_started(self, iteration: int) -> None: ...
-
-    def on_message_delta(self, iteration: int, text: str) -> None: ...
-
-    def on_tool_call_started(self, call: object, iteration: int) -> None: ...
-
-    def on_tool_call(self, record: ToolCallRecord) -> None: ...
-
-    def on_iteration(self, summary: IterationSummary) -> None: ...
-
-    def on_finished(self, result: object) -> None: ...
+    def on_event(self, event: RunEvent, /) -> None: ...
 
 
 @pytest.fixture

@@ -8,11 +8,15 @@ from typing import Any
 from cleveragents.llm.scripted import ScriptedModel
 from cleveragents.tool import (
     CancelToken,
-    IterationSummary,
-    ToolCall,
+    EventSink,
+    IterationFinished,
+    IterationStarted,
+    MessageDelta,
+    RunEvent,
+    ToolCallFinished,
     ToolCallingRuntime,
     ToolCallRecord,
-    ToolCallRunResult,
+    ToolCallStarted,
     ToolHandler,
     ToolRegistry,
     ToolRunner,
@@ -46,11 +50,24 @@ def calls(*names_and_args: tuple[str, dict[str, Any]]) -> dict[str, Any]:
     return {"toolCalls": [{"name": n, "arguments": a} for n, a in names_and_args]}
 
 
-class RecordingSink:
-    """Collects every event as (kind, payload) in the order the loop emitted them."""
+class RecordingSink(EventSink):
+    """Collects every event as (kind, payload) in the order the loop emitted them; a
+    subclass may override one kind's method (``on_tool_call`` ...) to act on it."""
 
     def __init__(self) -> None:
         self.events: list[tuple[str, Any]] = []
+
+    def on_event(self, event: RunEvent, /) -> None:
+        if isinstance(event, IterationStarted):
+            self.on_iteration_started(event.iteration)
+        elif isinstance(event, MessageDelta):
+            self.on_message_delta(event.iteration, event.text)
+        elif isinstance(event, ToolCallStarted):
+            self.on_tool_call_started(event.iteration, event.tool_name)
+        elif isinstance(event, ToolCallFinished):
+            self.on_tool_call(event.record)
+        elif isinstance(event, IterationFinished):
+            self.on_iteration(event)
 
     def on_iteration_started(self, iteration: int) -> None:
         self.events.append(("iteration_started", iteration))
@@ -58,17 +75,14 @@ class RecordingSink:
     def on_message_delta(self, iteration: int, text: str) -> None:
         self.events.append(("delta", (iteration, text)))
 
-    def on_tool_call_started(self, iteration: int, call: ToolCall) -> None:
-        self.events.append(("tool_started", (iteration, call.name)))
+    def on_tool_call_started(self, iteration: int, name: str) -> None:
+        self.events.append(("tool_started", (iteration, name)))
 
     def on_tool_call(self, record: ToolCallRecord) -> None:
         self.events.append(("tool_call", record))
 
-    def on_iteration(self, summary: IterationSummary) -> None:
+    def on_iteration(self, summary: IterationFinished) -> None:
         self.events.append(("iteration", summary))
-
-    def on_finished(self, result: ToolCallRunResult) -> None:
-        self.events.append(("finished", result))
 
     def kinds(self) -> list[str]:
         return [kind for kind, _ in self.events]

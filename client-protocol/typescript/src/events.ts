@@ -14,6 +14,7 @@ import {
   Methods,
   type NotificationParams,
   type RunFinishedNotification,
+  RUN_NOTIFICATION_METHODS,
   type RunNotificationMethod,
   type RunStartedNotification,
   type ToolCallNotification,
@@ -117,15 +118,9 @@ export class ClientEvents implements Disposable {
   }
 }
 
-/** The notification methods `ClientEvents` routes, for subscribing on the connection. */
-export const RUN_EVENT_METHODS: readonly RunNotificationMethod[] = [
-  Methods.RUN_STARTED,
-  Methods.RUN_MESSAGE_DELTA,
-  Methods.RUN_TOOL_CALL_STARTED,
-  Methods.RUN_TOOL_CALL,
-  Methods.RUN_ITERATION,
-  Methods.RUN_FINISHED,
-];
+/** The notification methods `ClientEvents` routes, for subscribing on the connection: the
+ * generated list of run notifications (one per core run event). */
+export const RUN_EVENT_METHODS: readonly RunNotificationMethod[] = RUN_NOTIFICATION_METHODS;
 
 function assertNever(value: never): never {
   throw new Error(`unhandled run notification ${(value as RunEvent).method}`);

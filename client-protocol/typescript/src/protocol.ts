@@ -481,6 +481,16 @@ export type RunNotificationMethod =
   | "run/iteration"
   | "run/finished";
 
+/** Every run notification, in the table's order (from the core's run events). */
+export const RUN_NOTIFICATION_METHODS: readonly RunNotificationMethod[] = [
+  "run/started",
+  "run/messageDelta",
+  "run/toolCallStarted",
+  "run/toolCall",
+  "run/iteration",
+  "run/finished",
+];
+
 /** The params of every request, by method name. */
 export interface RequestParams {
   "tools/register": RegisterToolsParams;
@@ -539,11 +549,11 @@ export const ErrorCodes = {
   DuplicateToolError: -32013,
   /** The tool name breaks the naming rule. */
   InvalidToolNameError: -32014,
-  /** The arguments fail the tool's input schema. */
+  /** The arguments are not a JSON object, or fail the tool's input schema. */
   ToolInputError: -32015,
   /** The output fails the tool's output schema. */
   ToolOutputError: -32016,
-  /** The handler exceeded its timeout. */
+  /** The handler exceeded its timeout (the runner's deadline expired; a `TimeoutError` the handler raises itself is a failure like any other, with the generic code). */
   ToolTimeoutError: -32017,
   /** The permission policy refused the call. */
   ToolPermissionError: -32018,
@@ -559,7 +569,7 @@ export const ErrorCodes = {
   RunStateError: -32023,
   /** An unknown automation profile, or a custom profile that is malformed. */
   ProfileError: -32024,
-  /** The client did not declare a capability the request needs. */
+  /** The run needs something its face did not declare or lend (the client's model, the MCP SDK). */
   CapabilityError: -32025,
   /** A request before `initialize`. */
   NotInitializedError: -32026,

@@ -436,7 +436,8 @@ test("the public surface: exports, one vscode-jsonrpc, and every error code",
   { timeout: TEST_TIMEOUT_MS }, () => {
     assert.deepEqual(Object.keys(index).sort(), [
       "CancellationToken", "CancellationTokenSource", "CleverAgentsClient", "DaemonExitedError",
-      "Disposable", "ErrorCodes", "Methods", "PROTOCOL_VERSION", "ResponseError", "ToolError",
+      "Disposable", "ErrorCodes", "Methods", "PROTOCOL_VERSION", "RUN_NOTIFICATION_METHODS",
+      "ResponseError", "ToolError",
       "defaultCommand",
     ]);
     assert.equal(index.ResponseError, jsonrpc.ResponseError);

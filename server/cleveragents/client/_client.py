@@ -47,10 +47,8 @@ CANCEL_WAIT_S = 5.0
 """How long a cancelled ``run()`` waits for the daemon to end the run before raising."""
 
 
-RUN_EVENTS = frozenset(
-    {m.RUN_STARTED, m.RUN_MESSAGE_DELTA, m.RUN_TOOL_CALL_STARTED, m.RUN_TOOL_CALL,
-     m.RUN_ITERATION, m.RUN_FINISHED}
-)  # fmt: skip
+RUN_EVENTS = frozenset(method.name for method in m.RUN_EVENTS.values())
+"""The run notifications, from the method table (one per core run event)."""
 
 
 class Client:
