@@ -63,7 +63,7 @@ PUBLIC: dict[str, set[str]] = {
         "StateDirError", "TranscriptStore", "create_server", "default_state_dir", "serve",
     },
     "cleveragents.client": {
-        "Client", "DaemonConnection", "DaemonStartError", "HandlerError", "RpcError",
+        "Client", "DaemonConnection", "DaemonStartError", "RpcError",
     },
     "cleveragents.acp": {"AcpAgent", "create_agent", "serve"},
     "cleveragents.runs": {

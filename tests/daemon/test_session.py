@@ -398,5 +398,5 @@ async def test_a_malformed_tools_call_reply_gives_a_failed_record(session: Sessi
     result = await session.request(m.RUN_START, {"prompt": "go", "model": model})
     (record,) = result["toolCallHistory"]
     assert (record["success"], record["errorCode"]) == (False, ToolError.code)
-    assert "'output'" in record["error"]  # names the missing field
+    assert "result.output" in record["error"]  # names the missing field
     assert result["content"] == "went on"

@@ -4,8 +4,9 @@ It speaks the wire protocol through ``cleveragents.protocol``'s method names onl
 imports neither pygls nor the daemon.
 """
 
+from ..protocol import RpcError
 from ._client import Client
-from ._connection import DaemonConnection, HandlerError, RpcError
+from ._connection import DaemonConnection
 from ._stderr import DaemonStartError
 
-__all__ = ["Client", "DaemonConnection", "DaemonStartError", "HandlerError", "RpcError"]
+__all__ = ["Client", "DaemonConnection", "DaemonStartError", "RpcError"]

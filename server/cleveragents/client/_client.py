@@ -26,6 +26,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, TypeVar, overload
 
+from ..protocol import RpcError
 from ..protocol import methods as m
 from ..tool import JsonRpcCode
 from ._arguments import (
@@ -37,7 +38,7 @@ from ._arguments import (
     permission_outcome,
     run_params,
 )
-from ._connection import DaemonConnection, HandlerError, RpcError
+from ._connection import DaemonConnection
 from ._schema import function_schema
 from ._stderr import DaemonStartError, LineCallback, StderrTail, to_stderr
 
@@ -237,9 +238,7 @@ class Client:
     async def _on_tools_call(self, params: dict[str, Any]) -> Any:
         function = self._tools.get(str(params.get("name")))
         if function is None:
-            raise HandlerError(
-                JsonRpcCode.METHOD_NOT_FOUND, f"no client tool {params.get('name')!r}"
-            )
+            raise RpcError(JsonRpcCode.METHOD_NOT_FOUND, f"no client tool {params.get('name')!r}")
         arguments = dict(params.get("arguments") or {})
         try:
             output = function(arguments)
@@ -267,7 +266,7 @@ class Client:
 
     async def _on_llm_generate(self, params: dict[str, Any]) -> Any:
         if self.llm_handler is None:
-            raise HandlerError(
+            raise RpcError(
                 JsonRpcCode.METHOD_NOT_FOUND, "this client lends no model (llm_handler is not set)"
             )
         reply = self.llm_handler(params)

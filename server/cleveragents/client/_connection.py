@@ -15,6 +15,7 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from ..protocol import RpcError as RpcError  # re-exported: the one JSON-RPC error class
 from ..protocol import frame, read_body
 from ..tool import JsonRpcCode
 
@@ -22,25 +23,6 @@ logger = logging.getLogger(__name__)
 
 RequestHandler = Callable[[dict[str, Any]], Awaitable[Any]]
 NotificationHandler = Callable[[str, dict[str, Any]], None]
-
-
-class RpcError(Exception):
-    """The daemon answered a request with an error."""
-
-    def __init__(self, code: int, message: str, data: Any = None) -> None:
-        super().__init__(f"{message} (code {code})")
-        self.code = code
-        self.message = message
-        self.data = data
-
-
-class HandlerError(Exception):
-    """Raise in a request handler to answer with this JSON-RPC error."""
-
-    def __init__(self, code: int, message: str) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
 
 
 async def read_frame(reader: asyncio.StreamReader) -> dict[str, Any] | None:
@@ -158,12 +140,12 @@ class DaemonConnection:
                 if method == "window/workDoneProgress/create":
                     self._write({"jsonrpc": "2.0", "id": msg_id, "result": None})
                     return
-                raise HandlerError(JsonRpcCode.METHOD_NOT_FOUND, f"method not found: {method}")
+                raise RpcError(JsonRpcCode.METHOD_NOT_FOUND, f"method not found: {method}")
             result = await handler(params)
             self._write({"jsonrpc": "2.0", "id": msg_id, "result": result})
         except asyncio.CancelledError:
             self._error(msg_id, JsonRpcCode.REQUEST_CANCELLED, "request cancelled")
-        except HandlerError as exc:
+        except RpcError as exc:
             self._error(msg_id, exc.code, exc.message)
         except Exception as exc:
             logger.exception("handler for %s failed", method)

@@ -9,12 +9,11 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from typing import Any
 
 from ..llm.errors import ModelProviderError
-from ..protocol import ParamsError, structure, unstructure, wire
+from ..protocol import ParamsError, wire
 from ..protocol import methods as m
-from ..rpc import Peer, RpcError
+from ..rpc import Peer, RpcError, call_peer
 from ..tool import LLMRequest, LLMResponse, Message, ToolCall, Usage
 
 
@@ -53,26 +52,22 @@ class ClientModel:
         self._on_delta = lambda iteration, text: (
             request.on_delta(text) if iteration == request.iteration else None
         )
-        msg_id, future = self._peer.request(m.LLM_GENERATE, unstructure(params))
+        deadline = asyncio.timeout(self._timeout_s)
         try:
-            async with asyncio.timeout(self._timeout_s):
-                reply: Any = await future
-        except asyncio.CancelledError:
-            self._peer.cancel_request(msg_id)
-            raise
+            async with deadline:
+                result: wire.LlmGenerateResult = await call_peer(self._peer, m.LLM_GENERATE, params)
         except TimeoutError:
-            self._peer.cancel_request(msg_id)
+            if not deadline.expired():
+                raise
             raise ModelProviderError(
                 f"the client model did not answer llm/generate within {self._timeout_s:g} s"
             ) from None
         except RpcError as exc:
             raise ModelProviderError(f"the client model failed: {exc}") from None
-        finally:
-            self._on_delta = None
-        try:
-            result = structure(reply, wire.LlmGenerateResult, root="result")
         except ParamsError as exc:
             raise ModelProviderError(f"malformed llm/generate reply: {exc}") from None
+        finally:
+            self._on_delta = None
         usage = result.usage
         return LLMResponse(
             result.content,

@@ -9,13 +9,12 @@ are the daemon's: a client can neither register nor remove them.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from ..protocol import ParamsError, camel, unstructure, wire
+from ..protocol import ParamsError, camel, wire
 from ..protocol import methods as m
-from ..rpc import Peer, RpcError
+from ..rpc import Peer, RpcError, call_peer
 from ..runs import RunService, reserved
 from ..tool import (
     DuplicateToolError,
@@ -129,21 +128,17 @@ class ClientTools:
     async def _ask(self, name: str, run_id: str, call_id: str, params: wire.ToolsCallParams) -> Any:
         """One ``tools/call``: its output, or ``ClientToolError`` saying what went wrong."""
         await self.peer.pace()
-        msg_id, future = self.peer.request(m.TOOLS_CALL, unstructure(params))
         try:
-            reply = await future
-        except asyncio.CancelledError:  # timeout or run cancel
-            self.peer.cancel_request(msg_id, {"runId": run_id, "callId": call_id})
-            raise
+            result: wire.ToolsCallResult = await call_peer(
+                self.peer, m.TOOLS_CALL, params, {"runId": run_id, "callId": call_id}
+            )
         except RpcError as exc:
             raise ClientToolError(f"client tool {name} failed: {exc}") from None
-        if not isinstance(reply, dict) or "output" not in reply:
-            raise ClientToolError(
-                f"client tool {name} answered tools/call without an 'output' field"
-            )
-        if reply.get("isError") is True:
-            raise ClientToolError(output_text(reply["output"]))
-        return reply["output"]
+        except ParamsError as exc:
+            raise ClientToolError(f"client tool {name} answered tools/call with {exc}") from None
+        if result.is_error is True:
+            raise ClientToolError(output_text(result.output))
+        return result.output
 
 
 def listed(spec: ToolSpec) -> wire.ListedTool:

@@ -8,14 +8,13 @@ reserved values included, and says when the model's own values for them were rep
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from typing import Any
 
+from ..protocol import ParamsError, wire
 from ..protocol import methods as m
-from ..protocol import unstructure, wire
-from ..rpc import Peer, RpcError
-from ..tool import PERMISSION_OUTCOMES, PermissionQuery
+from ..rpc import Peer, RpcError, call_peer
+from ..tool import PermissionQuery
 
 logger = logging.getLogger(__name__)
 
@@ -33,18 +32,15 @@ def asker(peer: Peer, run_id: str) -> Any:
         inputs = query.inputs if query.inputs is not None else query.arguments
         name = query.spec.name
         params = wire.PermissionRequestParams(run_id, query.call_id, name, inputs, reason)
-        msg_id, future = peer.request(m.PERMISSION_REQUEST, unstructure(params))
         try:
-            reply = await future
-        except asyncio.CancelledError:
-            peer.cancel_request(msg_id)
-            raise
+            result: wire.PermissionRequestResult = await call_peer(
+                peer, m.PERMISSION_REQUEST, params
+            )
         except RpcError as exc:
             return _invalid(f"the client answered permission/request with an error: {exc}")
-        outcome = reply.get("outcome") if isinstance(reply, dict) else None
-        if outcome not in PERMISSION_OUTCOMES:
-            return _invalid(f"the client answered permission/request with outcome {outcome!r}")
-        return str(outcome)
+        except ParamsError as exc:
+            return _invalid(f"the client answered permission/request with {exc}")
+        return str(result.outcome)
 
     return ask
 

@@ -20,7 +20,7 @@ from ._dispatch import (
 )
 from ._errors import NotInitializedError, to_rpc_error
 from ._mcp_entries import to_configs
-from ._peer import CurrentPeer, Peer
+from ._peer import CurrentPeer, Peer, call_peer
 from ._transport import (
     EXIT_CODES,
     HIGH_WATER,
@@ -48,6 +48,7 @@ __all__ = [
     "RequestHandler",
     "RpcError",
     "StreamSink",
+    "call_peer",
     "install_signals",
     "keepalive",
     "open_stdio",

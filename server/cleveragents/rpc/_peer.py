@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any, Protocol
 
-from ..protocol import RpcError
+from ..protocol import BY_NAME, RpcError, structure, unstructure
 from ..tool import JsonRpcCode
 
 
@@ -66,3 +66,21 @@ class CurrentPeer:
     async def pace(self) -> None:
         if self.target is not None:
             await self.target.pace()
+
+
+async def call_peer(
+    peer: Peer, method: str, params: Any, cancel_extra: dict[str, Any] | None = None
+) -> Any:
+    """One request to the peer, whose reply is structured through the method table's
+    result type: the typed result, ``RpcError`` for an error reply, ``ParamsError``
+    naming the field for a malformed one. A cancel of the caller cancels the request
+    (``cancel_extra`` adds fields to the cancel, e.g. a tool call's run and call ids)."""
+    msg_id, future = peer.request(method, unstructure(params))
+    try:
+        reply = await future
+    except asyncio.CancelledError:
+        peer.cancel_request(msg_id, cancel_extra)
+        raise
+    result_type = BY_NAME[method].result
+    assert result_type is not None, f"{method} is a notification"
+    return structure(reply, result_type, root="result")
