@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from cleveragents.tool import JsonRpcCode
-from kit.acp import Spawn, tool_updates
+from kit.acp import AcpClient, Spawn, serve_command, tool_updates
 from kit.models import call, scripted
 
 SLOW = scripted(
@@ -94,3 +94,21 @@ async def test_every_line_on_stdout_is_one_json_rpc_message(spawn: Spawn, worksp
     await client.prompt(session, "hi")
     assert client.stdout_junk == []
     assert all(json.dumps(line) and line.get("jsonrpc") == "2.0" for line in client.lines)
+
+
+async def test_a_request_before_initialize_is_an_invalid_request_never_resource_not_found(
+    state_dir: Path, workspace: Path
+) -> None:
+    """ACP defines -32002 as "resource not found" (an unknown session): a request before
+    ``initialize`` is refused as an invalid request instead, and the agent still serves."""
+    client = await AcpClient(serve_command(scripted({"content": "hi"}), state_dir)).start()
+    try:
+        for method, params in (("session/new", {"cwd": str(workspace), "mcpServers": []}),
+                               ("session/list", {}), ("no/such", {})):  # fmt: skip
+            reply = await client.raw_request(method, params)
+            assert reply["error"]["code"] == -32600, reply
+            assert "initialize" in reply["error"]["message"]
+        await client.initialize()
+        assert "sessionId" in await client.new_session(workspace)
+    finally:
+        await client.close()
