@@ -14,6 +14,7 @@ from typing import Any
 
 from cleveragents.tool import Message, ToolCall, output_text
 
+from ..protocol import methods as m
 from ._files import int_field
 from ._index import META
 
@@ -40,7 +41,7 @@ def rebuild(events: Iterable[dict[str, Any]]) -> Rebuilt:
         method, params = event.get("method"), event["params"]
         if method == META and not meta:
             meta = params
-        elif method == "run/toolCallStarted":
+        elif method == m.RUN_TOOL_CALL_STARTED:
             arguments = params.get("inputs")
             calls.setdefault(int_field(params.get("iteration")), []).append(
                 ToolCall(
@@ -48,12 +49,12 @@ def rebuild(events: Iterable[dict[str, Any]]) -> Rebuilt:
                     arguments if isinstance(arguments, dict) else {},
                 )
             )  # fmt: skip
-        elif method == "run/toolCall" and isinstance(params.get("record"), dict):
+        elif method == m.RUN_TOOL_CALL and isinstance(params.get("record"), dict):
             record = params["record"]
             records.setdefault(int_field(record.get("iteration")), []).append(record)
-        elif method == "run/iteration":
+        elif method == m.RUN_ITERATION:
             ended.append((int_field(params.get("iteration")), str(params.get("content", ""))))
-        elif method == "run/finished":
+        elif method == m.RUN_FINISHED:
             finished = True
     messages = [Message("user", str(meta.get("prompt", "")))]
     for iteration, content in ended:

@@ -19,6 +19,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from ..protocol import methods as m
 from ._files import SUFFIX, int_field, parse_line, valid_run_id
 
 logger = logging.getLogger(__name__)
@@ -84,11 +85,11 @@ def read_entry(path: Path, key: Key) -> Entry:
                 method, params = event.get("method"), event["params"]
                 if method == META and not meta:
                     meta = params
-                elif method == "run/toolCall":
+                elif method == m.RUN_TOOL_CALL:
                     tools += 1
-                elif method == "run/iteration":
+                elif method == m.RUN_ITERATION:
                     iterations = max(iterations, int_field(params.get("iteration")))
-                elif method == "run/finished" and isinstance(params.get("result"), dict):
+                elif method == m.RUN_FINISHED and isinstance(params.get("result"), dict):
                     result = params["result"]
                     status = str(result.get("status", "failed"))
                     iterations = int_field(result.get("iterations"))

@@ -31,6 +31,7 @@ from typing import Any
 
 from cleveragents.tool import Message
 
+from ..protocol import methods as m
 from ._conversation import rebuild
 from ._errors import RunInterruptedError, RunNotFoundError, RunStateError
 from ._files import (
@@ -134,13 +135,13 @@ class TranscriptStore:
         content = ""
         for event in self.events(run_id):
             method, params = event.get("method"), event["params"]
-            if method == "run/finished" and isinstance(params.get("result"), dict):
+            if method == m.RUN_FINISHED and isinstance(params.get("result"), dict):
                 return dict(params["result"])
             if method == META:
                 started_at = str(params.get("startedAt", ""))
-            elif method == "run/toolCall":
+            elif method == m.RUN_TOOL_CALL:
                 records.append(params.get("record"))
-            elif method == "run/iteration":
+            elif method == m.RUN_ITERATION:
                 iterations = max(iterations, int_field(params.get("iteration")))
                 content = str(params.get("content", ""))
         if self.is_live(run_id):
