@@ -110,6 +110,9 @@ class Provider:
     codec: str | None = None
     adapter: Adapter | None = attrs.field(default=None, eq=False)
     base_url: str | None = None
+    shared: bool = True
+    """Whether one caller serves every run of a spec (an HTTP client and its connection
+    pool); ``False``: a caller is built per run (the scripted model rereads its file)."""
 
     @property
     def form(self) -> str:

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
+from ..llm import get_provider
 from ..llm.spec import ModelSpec, resolve_model_spec
 from ..mcp import McpServerConfig
 from ..tool import (
@@ -113,10 +114,11 @@ async def _prepare(
     history = await asyncio.to_thread(service.history, request.continue_from)
     model: LLMCaller | None = request.model_caller
     spec = model_spec(request.model, settings.model) if model is None else None
-    if spec is not None and spec.provider == "client":
+    if spec is not None and get_provider(spec.provider).adapter is None:
         raise CapabilityError(
-            "the 'client' model needs the client to declare "
-            "capabilities.experimental.cleveragents.llm: true in initialize"
+            f"the {spec.provider!r} model is lent by the face that starts the run, and this "
+            "one lends none (over LSP: declare capabilities.experimental.cleveragents.llm: "
+            "true in initialize)"
         )
     profile = request.automation_profile or settings.automation_profile
     base: ToolRegistry = request.registry if request.registry is not None else service.registry

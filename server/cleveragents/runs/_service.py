@@ -19,6 +19,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from ..llm import get_provider
 from ..llm.spec import ModelSpec, create_caller
 from ..mcp import McpServerConfig
 from ..tool import (
@@ -161,9 +162,10 @@ class RunService:
     # -- what runs share -----------------------------------------------------------------
 
     def model(self, spec: ModelSpec) -> LLMCaller:
-        """Scripted models are built per run (a script file may change between runs);
-        HTTP providers are reused, so their connection pools are."""
-        if spec.provider == "scripted":
+        """A provider's caller is reused across runs (HTTP providers: their connection
+        pools are), unless its registration says to build one per run (the scripted
+        model: a script file may change between runs)."""
+        if not get_provider(spec.provider).shared:
             return create_caller(spec)
         key = spec.describe() + "|" + (spec.base_url or "") + "|" + (spec.api_key_env or "")
         caller = self._models.get(key)

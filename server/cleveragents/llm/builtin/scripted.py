@@ -26,4 +26,5 @@ PROVIDER = Provider(
     takes="script",
     example="turns.json",
     adapter=build,
+    shared=False,
 )
