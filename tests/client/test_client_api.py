@@ -141,3 +141,20 @@ async def test_client_tool_infers_its_schema_and_is_called_with_keywords(tmp_pat
         "additionalProperties": False,
     }
     assert listed["math/scale"]["inputSchema"]["properties"] == {"x": {"type": "number"}}
+
+
+def test_the_client_s_run_events_are_every_notification_a_run_sends() -> None:
+    """The client routes exactly the notifications that carry a run's ``runId`` and
+    ``seq`` (derived here from the wire classes, apart from the event table)."""
+    import attrs
+
+    from cleveragents.client._client import RUN_EVENTS
+    from cleveragents.protocol import METHODS
+
+    per_run = {
+        method.name for method in METHODS
+        if method.kind == "notification" and method.direction == "daemon->client"
+        and {"run_id", "seq"} <= {f.name for f in attrs.fields(method.params)}
+    }  # fmt: skip
+    assert per_run == RUN_EVENTS
+    assert len(per_run) == 6

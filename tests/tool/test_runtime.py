@@ -615,3 +615,33 @@ async def test_a_later_call_ending_first_waits_for_its_predecessor_in_the_histor
     assert seen == [0]
     assert [r.tool_name for r in context.tool_call_history] == ["first", "second"]
     assert context.tool_call_history == result.tool_call_history
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_pace_is_awaited_before_every_model_call_and_a_cancel_interrupts_it(mode: str) -> None:
+    """A face's backpressure: each model call waits for ``pace``; a run held there is
+    still cancellable."""
+    order: list[str] = []
+    rt = runtime([{"content": "a", **calls(("t", {}))}, {"content": "b"}],
+                 spec("t", lambda inputs: order.append("tool") or "ok"))  # fmt: skip
+
+    async def pace() -> None:
+        order.append("pace")
+
+    rt.pace = pace
+    sink = RecordingSink()
+    result = run(rt, mode, sink=sink)
+    assert result.content == "b"
+    assert order == ["pace", "tool", "pace"]
+
+    token = CancelToken()
+
+    async def never() -> None:
+        token.cancel("stop")
+        await asyncio.Event().wait()
+
+    rt.pace = never
+    held = run(rt, mode, cancel=token)
+    assert held.cancelled
+    assert held.iterations == 1
+    assert held.tool_call_history == []
