@@ -30,7 +30,9 @@ ALLOWED: dict[str, set[str]] = {
     "runs": {"tool", "workspace", "llm", "mcp", "transcripts"},
     "rpc": {"tool", "workspace", "protocol", "mcp", "runs"},
     "daemon": {"tool", "workspace", "llm", "protocol", "mcp", "transcripts", "runs", "rpc"},
-    "client": {"tool", "protocol"},
+    # The terminal is a face of the run service: `cleveragents run` runs the service and
+    # the built-in tools in its own process, as the daemon does (no daemon, no pygls).
+    "client": {"tool", "protocol", "runs", "workspace"},
     "acp": {"tool", "workspace", "llm", "protocol", "mcp", "transcripts", "runs", "rpc"},
 }
 # The providers whose adapters stand on an SDK, as the provider table says.

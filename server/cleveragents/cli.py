@@ -61,6 +61,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     try:
         if args.command == "run":
+            # As for serve: no full collection while the run service's modules load;
+            # run_command freezes what exists and turns the collector back on.
+            gc.disable()
             from .client.commands import run_command
 
             return run_command(run_options(args))

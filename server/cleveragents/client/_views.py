@@ -1,12 +1,15 @@
 """How ``cleveragents run`` (and the demo) show a run: the plain and JSON views, and the
 pieces the live view shares with them.
 
-A view receives each notification (``event``), notes from the command (``note``: a
-cancel under way, a refusal, a daemon log line), answers approvals (``ask``) when the
-terminal can, and ends with ``finish(result)``: the summary. Three views:
+A view receives each notification (``event``, its params parsed; or ``event_text``,
+its params' JSON text as the run service made it for the daemon's notification and the
+transcript), notes from the command (``note``: a cancel under way, a refusal, a log
+line), answers approvals (``ask``) when the terminal can, and ends with
+``finish(result)``: the summary. Three views:
 
-- ``JsonView`` (``--json``): each notification as one ``{"method", "params"}`` line,
-  exactly as received, and nothing else on stdout;
+- ``JsonView`` (``--json``): each notification as one ``{"method", "params"}`` line and
+  nothing else on stdout; from ``event_text``, the transcript's own line (the params'
+  text as it is);
 - ``PlainView`` (off a terminal, or with ``NO_COLOR``): plain, stable lines;
 - ``LiveView`` (``_live``, on a terminal): a redrawn region with rich.
 
@@ -21,6 +24,7 @@ import asyncio
 import contextlib
 import json
 import os
+import re
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -31,6 +35,9 @@ from ..tool import PermissionOutcome
 from ._terminal import json_text, printable
 
 ASK = "allow? [y]es / [n]o / [a]lways "
+_RAW_IN_JSON_TEXT = re.compile(r"[\x7f-\x9f\ud800-\udfff]")
+"""What the params' JSON text may hold raw, inside its strings only: DEL and the C1
+controls (a terminal may act on them) and lone surrogates (not UTF-8)."""
 ANSWERS: dict[str, PermissionOutcome] = {
     "y": "allow_once", "yes": "allow_once", "a": "allow_always", "always": "allow_always",
     "n": "reject_once", "no": "reject_once", "": "reject_once",
@@ -146,6 +153,11 @@ class View:
 
     # -- what the run sends ----------------------------------------------------------
 
+    def event_text(self, method: str, text: str) -> None:
+        """One notification, its params as JSON text: what ``event`` would be given,
+        parsed from the very text a daemon would have sent."""
+        self.event(method, json.loads(text))
+
     def event(self, method: str, params: dict[str, Any]) -> None:
         if method == m.RUN_STARTED:
             self._line(
@@ -190,7 +202,8 @@ class View:
         self._line(printable(text))
 
     def daemon_line(self, line: str) -> None:
-        """A line of the daemon's stderr."""
+        """A log line: the spawned daemon's stderr (the demo), or the in-process run
+        service's log (``cleveragents run``)."""
         self.err.write(printable(line.rstrip("\n")) + "\n")
 
     def diff(self, lines: list[str]) -> None:
@@ -232,6 +245,13 @@ class View:
 class JsonView(View):
     """``--json``: stdout holds only the notifications, one per line, as received."""
 
+    def event_text(self, method: str, text: str) -> None:
+        """The transcript's line for this notification, byte for byte, but for what a
+        terminal could act on or UTF-8 cannot hold (``_RAW_IN_JSON_TEXT``), escaped:
+        the same JSON."""
+        text = _RAW_IN_JSON_TEXT.sub(_escaped, text)
+        self.out.write(f'{{"method":{json.dumps(method)},"params":{text}}}\n')
+
     def event(self, method: str, params: dict[str, Any]) -> None:
         self.out.write(json_text({"method": method, "params": params}) + "\n")
 
@@ -242,6 +262,10 @@ class JsonView(View):
         error = result.get("error")
         if isinstance(error, dict) and error.get("message"):
             self.note(f"{result.get('status')}: {error['message']}")
+
+
+def _escaped(match: re.Match[str]) -> str:
+    return f"\\u{ord(match.group()):04x}"
 
 
 def _request_text(request: dict[str, Any]) -> str:

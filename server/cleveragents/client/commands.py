@@ -1,26 +1,32 @@
-"""``cleveragents run``: one run on a spawned daemon, shown as it happens.
+"""``cleveragents run``: one run of the run service, in this process, shown as it happens.
 
 The command line (``cli``) resolves the arguments into :class:`RunOptions`; this module
-spawns the daemon, declares the permission capability, starts the run and shows it
-through a view (``_views``, ``_live``). It owns the run's interaction with the person at
-the terminal:
+builds the run service (the built-in tools, the state dir, the workspace), starts the run
+and shows it through a view (``_views``, ``_live``). The terminal is one more face of the
+service: no daemon is spawned, and neither pygls nor lsprotocol is loaded. Each event's
+text is its notification's params exactly as the daemon would send them and as the
+transcript records them, so the views see what they saw from a daemon, byte for byte.
+It owns the run's interaction with the person at the terminal:
 
 - approvals: ``--yes`` allows what the profile would ask; on a terminal the view asks;
   otherwise the call is refused and one line names ``--yes`` and ``--profile``;
-- Ctrl-C: the first sends ``run/cancel`` and the run ends as ``cancelled`` (with
-  ``--json``, its ``run/finished`` is still printed); a second exits at once. The
-  daemon runs in a session of its own, so the terminal's SIGINT never reaches it;
+- Ctrl-C: the first cancels the run, which ends as ``cancelled`` (the shell tool kills
+  its command's process group; with ``--json``, ``run/finished`` is still printed); a
+  second exits at once;
 - a closed stdout (``| head``): the run is cancelled quietly and the exit code is 141,
   as for a process killed by SIGPIPE.
 
 Exit codes (docs/cli.md, "Ctrl-C and exit codes"): 0 completed, 1 failed or limit,
-130 cancelled, 2 usage error (a ``run/start`` the daemon refused included).
+130 cancelled, 2 usage error (a run the service refused before it existed included).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
+import json
+import logging
 import os
 import re
 import signal
@@ -31,11 +37,11 @@ from typing import Any
 
 import attrs
 
-from ..protocol import methods as m
-from ..tool import PermissionOutcome
-from ._client import Client
-from ._connection import RpcError
-from ._stderr import DaemonStartError
+from ..protocol import RUN_EVENTS
+from ..runs import COLLECTOR, RunHandle, RunRequest, RunRequestError, RunService, RunSettings
+from ..tool import CleverAgentsError, PermissionOutcome, PermissionQuery, RunEvent, ToolSpec
+from ..workspace import ShellTool, builtin_tools
+from ..workspace.shell import protect_process
 from ._terminal import printable
 from ._views import JsonView, Output, View
 
@@ -43,7 +49,19 @@ EXIT_CODES = {"completed": 0, "failed": 1, "limit": 1, "cancelled": 130}
 EXIT_USAGE = 2
 EXIT_CLOSED = 141
 
-# RunParams fields as the person typed them: a refused run/start speaks of flags.
+CANCEL_REASON = "cancelled at the terminal"
+"""The run's cancel reason (not a signal's name: the result then carries no error, as
+for a ``run/cancel``)."""
+
+_METHOD: dict[type, str] = {event: method.name for event, method in RUN_EVENTS.items()}
+
+# A refused request speaks of flags: RunRequest fields (RunRequestError.field) ...
+_FIELD_FLAGS = {
+    "max_iterations": "--max-iterations", "system_prompt": "--system",
+    "automation_profile": "--profile", "continue_from": "--continue",
+    "sandbox_root": "--workspace", "model": "--model", "prompt": "the prompt",
+}  # fmt: skip
+# ... and RunParams fields, as other errors' messages may name them.
 _FLAG_NAMES = [
     (re.compile(r"\b(?:params\.)?maxIterations\b"), "--max-iterations"),
     (re.compile(r"\b(?:params\.)?systemPrompt\b"), "--system"),
@@ -79,6 +97,13 @@ def flag_words(message: str) -> str:
     return message
 
 
+def refusal_text(exc: CleverAgentsError) -> str:
+    """Why the service refused the run, in the words of the command line."""
+    if isinstance(exc, RunRequestError):
+        return f"{_FIELD_FLAGS.get(exc.field, exc.field)}: {exc.problem}"
+    return flag_words(exc.message)
+
+
 def make_view(options: RunOptions, on_closed: Any) -> View:
     out = Output(sys.stdout, on_closed)
     if options.json:
@@ -90,35 +115,49 @@ def make_view(options: RunOptions, on_closed: Any) -> View:
     return View(out)
 
 
+def permission_request(run_id: str, query: PermissionQuery, reason: str) -> dict[str, Any]:
+    """A call the profile asks about, as ``permission/request`` params (what the views
+    show): the inputs the tool will really receive, and the reason saying when the
+    model's own reserved values were replaced."""
+    overridden = query.overridden
+    if overridden:
+        reason += (
+            f"; the model's own {' and '.join(overridden)} "
+            f"{'was' if len(overridden) == 1 else 'were'} replaced by the run's"
+        )
+    inputs = query.inputs if query.inputs is not None else query.arguments
+    return {"runId": run_id, "callId": query.call_id, "toolName": query.spec.name,
+            "inputs": inputs, "reason": reason}  # fmt: skip
+
+
 class _Session:
-    """One run's state shared by the signal handler, the event callback and approvals."""
+    """One run's face: the service's observer, the signal handler and the approvals."""
 
     def __init__(self, options: RunOptions) -> None:
         self.options = options
         self.run_id = uuid.uuid4().hex
-        self.client: Client | None = None
-        self.started = False
+        self.handle: RunHandle | None = None
         self.cancelling = False
         self.closed_pipe = False
         self.interrupts = 0
         self.always: set[str] = set()  # tools answered [a]lways: not asked again this run
         self.asking = asyncio.Lock()  # one question at a time (calls may ask at once)
         self.view = make_view(options, self.on_closed)
-        self.main = asyncio.current_task()
 
-    def on_event(self, method: str, params: dict[str, Any]) -> None:
-        self.view.event(method, params)
-        if method == m.RUN_STARTED:
-            self.started = True
-            if self.cancelling:
-                self._send_cancel()
+    def on_event(self, event: RunEvent, text: str | None, /) -> None:
+        if text is not None:  # None: an event no notification carries
+            self.view.event_text(_METHOD[event.__class__], text)
+
+    def attach(self, handle: RunHandle) -> None:
+        """The run exists: a cancel asked for while it was being started applies now."""
+        self.handle = handle
+        if self.cancelling:
+            handle.cancel(CANCEL_REASON)
 
     def on_sigint(self) -> None:
         self.interrupts += 1
         if self.interrupts > 1:
             self.view.stop()
-            if self.client is not None and self.client.process.returncode is None:
-                self.client.process.kill()
             with contextlib.suppress(OSError, ValueError):
                 sys.stdout.flush()
             os._exit(EXIT_CODES["cancelled"])
@@ -134,86 +173,104 @@ class _Session:
             return
         self.cancelling = True
         self.view.interrupt_ask()
-        if self.client is None:
-            if self.main is not None:
-                self.main.cancel()  # still spawning: nothing to cancel but ourselves
-        elif self.started:
-            self._send_cancel()
-        # else: sent as soon as run/started arrives (the daemon does not know it yet)
+        if self.handle is not None:
+            self.handle.cancel(CANCEL_REASON)
 
-    def _send_cancel(self) -> None:
-        assert self.client is not None
-        self.client._send_cancel(self.run_id)
-
-    async def on_permission(self, params: dict[str, Any]) -> PermissionOutcome:
+    async def ask(self, query: PermissionQuery, reason: str) -> PermissionOutcome:
+        """The run's ``ask``, for a call its profile asks about."""
         if self.options.yes:
             return "allow_once"
         if self.cancelling:
             return "reject_once"
+        request = permission_request(self.run_id, query, reason)
         if self.options.interactive:
             async with self.asking:
-                tool = str(params.get("toolName"))
+                tool = str(request["toolName"])
                 if tool in self.always:
                     return "allow_once"
                 if self.cancelling:
                     return "reject_once"
-                outcome = await self.view.ask(params)
+                outcome = await self.view.ask(request)
                 if outcome == "allow_always":
                     self.always.add(tool)
                 return outcome
         self.view.note(
-            f"refused {params.get('toolName')}: {params.get('reason')}. Pass --yes to allow "
+            f"refused {request['toolName']}: {request['reason']}. Pass --yes to allow "
             "what the profile asks, or choose another --profile (see cleveragents run --help)"
         )
         return "reject_once"
 
+    def request(self) -> RunRequest:
+        options = self.options
+        return RunRequest(
+            prompt=options.prompt, run_id=self.run_id, system_prompt=options.system,
+            model=options.model, max_iterations=options.max_iterations,
+            automation_profile=options.profile, continue_from=options.continue_from,
+            ask=self.ask,
+        )  # fmt: skip
 
-async def _run(options: RunOptions) -> int:
+
+class _ViewLog(logging.Handler):
+    """The service's log (warnings: an MCP server, a transcript it cannot write) on
+    stderr through the view, as the daemon's stderr lines were: above a live region."""
+
+    def __init__(self, view: View) -> None:
+        super().__init__(logging.WARNING)
+        self.view = view
+        self.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+
+    def emit(self, record: logging.LogRecord) -> None:
+        with contextlib.suppress(Exception):  # a log line never breaks the run
+            self.view.daemon_line(self.format(record))
+
+
+async def _run(options: RunOptions, tools: list[ToolSpec]) -> int:
     session = _Session(options)
+    view = session.view
     loop = asyncio.get_running_loop()
     loop.add_signal_handler(signal.SIGINT, session.on_sigint)
-    view = session.view
-    params: dict[str, Any] = {"model": options.model, "automationProfile": options.profile,
-                              "runId": session.run_id}  # fmt: skip
-    if options.system is not None:
-        params["systemPrompt"] = options.system
-    if options.max_iterations is not None:
-        params["maxIterations"] = options.max_iterations
-    if options.continue_from is not None:
-        params["continueFrom"] = options.continue_from
+    log = _ViewLog(view)
+    logging.getLogger().addHandler(log)
+    settings = RunSettings(state_dir=options.state_dir, workspace_folders=(str(options.workspace),))
+    service = RunService(settings, tools)
     try:
-        async with await Client.spawn(
-            options.workspace, state_dir=options.state_dir, permissions=True,
-            on_stderr=view.daemon_line,
-        ) as client:  # fmt: skip
-            session.client = client
-            client.permission_handler = session.on_permission
-            view.start()
-            try:
-                result = await client.run(options.prompt, on_event=session.on_event, **params)
-            except RpcError as exc:
-                view.stop()
-                print(printable(f"cleveragents run: {flag_words(exc.message)}"), file=sys.stderr)
-                return EXIT_USAGE
-            finally:
-                view.stop()
-    except DaemonStartError as exc:
-        view.stop()
-        print(printable(f"cleveragents run: {exc}"), file=sys.stderr)
-        return 1
-    except asyncio.CancelledError:
-        view.stop()
-        return EXIT_CODES["cancelled"]
+        view.start()
+        try:
+            handle = await service.start(session.request(), session)
+        except CleverAgentsError as exc:
+            view.stop()
+            print(printable(f"cleveragents run: {refusal_text(exc)}"), file=sys.stderr)
+            return EXIT_USAGE
+        session.attach(handle)
+        await handle.result()
     finally:
+        view.stop()
+        await service.aclose()
         loop.remove_signal_handler(signal.SIGINT)
+        logging.getLogger().removeHandler(log)
     if session.closed_pipe:
         return EXIT_CLOSED
-    view.finish(result, options.state_dir / "runs" / f"{result['runId']}.jsonl")
+    assert handle.result_text is not None  # set before the run's task ends
+    result: dict[str, Any] = json.loads(handle.result_text)
+    view.finish(result, service.store.path(handle.run_id))
     return EXIT_CODES.get(str(result.get("status")), 1)
+
+
+def prepare_process() -> None:
+    """What ``serve`` does once its long-lived objects exist (``rpc.prepare_process``,
+    which this face does not import): keep ``/proc/self/environ`` unreadable to the
+    tools' commands, freeze the start-up objects for the collector (turned off by ``cli``
+    while the modules were imported) and install the collector policy for long runs."""
+    protect_process()
+    gc.freeze()
+    gc.enable()
+    COLLECTOR.install()
 
 
 def run_command(options: RunOptions) -> int:
     try:
-        return asyncio.run(_run(options))
+        tools = builtin_tools(shell=ShellTool())  # the daemon's built-in tools
+        prepare_process()
+        return asyncio.run(_run(options, tools))
     except KeyboardInterrupt:  # before the handler was installed, or after it was removed
         return EXIT_CODES["cancelled"]
