@@ -6,7 +6,9 @@ Each sample spawns ``cleveragents run -m scripted:FILE "hi"`` in a scratch works
 a scratch state dir (stdout a pipe: the plain view), starts the clock at the spawn, stops
 one clock at the first line on stdout and another at the exit. The floor, ``python -c
 pass`` (spawn to exit), is measured in the same rounds, interleaved (alternating which
-goes first); medians are reported, with each against the floor.
+goes first); medians are reported, with each against the floor, and the CPU time each
+took (its reaped children's included, a spawned daemon's too), which a busy machine
+inflates less than the wall clock.
 
 Bytecode: both run with ``PYTHONPYCACHEPREFIX`` set to a temporary directory (and
 ``PYTHONDONTWRITEBYTECODE`` unset), warmed up once, so the project's modules load from
@@ -21,6 +23,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shlex
 import statistics
 import subprocess
@@ -50,9 +53,17 @@ def child_env(tmp: Path) -> dict[str, str]:
     return env
 
 
-def timed(argv: list[str], cwd: Path, env: dict[str, str]) -> tuple[float, float | None]:
-    """Seconds from spawn to exit, and to the first line on stdout (None: it printed none).
-    A non-zero exit is an error, with what the command said."""
+def cpu_of_children() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def timed(argv: list[str], cwd: Path, env: dict[str, str]) -> tuple[float, float | None, float]:
+    """Seconds from spawn to exit, to the first line on stdout (None: it printed none),
+    and of CPU (the command's and its reaped children's, a spawned daemon's included:
+    less sensitive than the wall clock to a busy machine). A non-zero exit is an error,
+    with what the command said."""
+    cpu = cpu_of_children()
     started = time.perf_counter()
     process = subprocess.Popen(
         argv, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE
@@ -68,7 +79,7 @@ def timed(argv: list[str], cwd: Path, env: dict[str, str]) -> tuple[float, float
         process.wait()
     if process.returncode != 0:
         raise RuntimeError(f"{shlex.join(argv)} exited {process.returncode}: {err.decode()}")
-    return end_s, first_s
+    return end_s, first_s, cpu_of_children() - cpu
 
 
 def bench(rounds: int, command: list[str], against: Path | None) -> bool:
@@ -90,31 +101,36 @@ def bench(rounds: int, command: list[str], against: Path | None) -> bool:
             timed(argv, workspace, argv_env)
         ends: dict[str, list[float]] = {name: [] for name in series}
         firsts: dict[str, list[float]] = {name: [] for name in series}
+        cpus: dict[str, list[float]] = {name: [] for name in series}
         for round_no in range(rounds):
             names = list(series)
             if round_no % 2:
                 names.reverse()
             for name in names:
                 argv, argv_env = series[name]
-                end_s, first_s = timed(argv, workspace, argv_env)
+                end_s, first_s, cpu_s = timed(argv, workspace, argv_env)
                 ends[name].append(end_s)
+                cpus[name].append(cpu_s)
                 if first_s is not None:
                     firsts[name].append(first_s)
     base = statistics.median(ends["python -c pass"]) * 1000
+    base_cpu = statistics.median(cpus["python -c pass"]) * 1000
     print(f"{shlex.join(command)} run -m scripted:FILE hi, {rounds} rounds, medians (ms)")
-    print(f"{'':<28} {'end to end':<22}  first line")
+    print(f"{'':<28} {'end to end':<22}  {'first line':<22}  cpu")
     medians: dict[str, tuple[float, float]] = {}
     for name in series:
         end = statistics.median(ends[name]) * 1000
+        cpu = statistics.median(cpus[name]) * 1000
         if name == "python -c pass":
-            print(f"{name:<28} {end:7.1f} (the floor)")
+            print(f"{name:<28} {end:7.1f} (the floor){'':<33}{cpu:7.1f}")
             continue
         if not firsts[name]:
             raise RuntimeError(f"{name} printed nothing on stdout")
         first = statistics.median(firsts[name]) * 1000
         medians[name] = (end, first)
         print(f"{name:<28} {end:7.1f} {end / base:5.1f}x floor  "
-              f"{first:7.1f} {first / base:5.1f}x floor")  # fmt: skip
+              f"{first:7.1f} {first / base:5.1f}x floor  "
+              f"{cpu:7.1f} {cpu / base_cpu:5.1f}x floor")  # fmt: skip
     end, first = medians["cleveragents run"]
     for name, (other_end, other_first) in medians.items():
         if name != "cleveragents run":
