@@ -1,5 +1,5 @@
 """``config.toml`` and its precedence, ``cleveragents config``, ``runs list`` and
-``runs show``, and ``run --continue`` across daemons (each command spawns its own)."""
+``runs show``, and ``run --continue`` across processes (each ``run`` is one)."""
 
 from __future__ import annotations
 
@@ -79,7 +79,7 @@ def test_continue_picks_the_latest_run_of_this_workspace_or_the_one_named(
     other = cli(tmp_path, "run", "-m", model, "--state-dir", state, "elsewhere",
                 cwd=tmp_path / "other")  # fmt: skip
     assert other.returncode == 0
-    # A new daemon: the conversation comes back from the transcript (tests/daemon covers
+    # A new process: the conversation comes back from the transcript (tests/daemon covers
     # its content); the latest run *in this workspace* is the first one.
     latest = cli(tmp_path, "run", "-m", model, "--state-dir", state, "--continue", "two")
     assert latest.returncode == 0, latest.stderr

@@ -1,6 +1,6 @@
-"""``cleveragents run`` through the real CLI and daemon, with a model and a tool output
-full of terminal escape sequences: none reaches the terminal, in either output mode, nor
-later through ``cleveragents runs`` reading the transcript."""
+"""``cleveragents run`` through the real CLI (the run service in its process), with a
+model and a tool output full of terminal escape sequences: none reaches the terminal, in
+either output mode, nor later through ``cleveragents runs`` reading the transcript."""
 
 from __future__ import annotations
 
