@@ -21,7 +21,7 @@ import attrs
 
 from ..tool import RunEvent, RunFinished, RunResult, ToolCallFinished, Usage
 from . import _types as t
-from ._converter import dumps, unstructure
+from ._converter import converter, dumps, unstructure
 from ._framing import MAX_BODY
 from ._methods import RUN_EVENTS
 
@@ -72,6 +72,43 @@ _MAKERS: dict[type, tuple[str, Callable[[RunEvent], Any]]] = {
 }
 
 
+def _same_shape(core: Any, wire: Any) -> bool:
+    """Whether a core value's class reads as the wire class does: both attrs classes
+    with the same field names (a wire field whose type is ``X | None`` compares ``X``)."""
+    core_args, wire_args = typing.get_args(core) or (core,), typing.get_args(wire) or (wire,)
+    if len(core_args) != len(wire_args):
+        return False
+    return all(
+        c is w or not attrs.has(w) or (attrs.has(c) and _names(c) == _names(w))
+        for c, w in zip(core_args, wire_args, strict=True)
+    )
+
+
+def _names(cls: Any) -> list[str]:
+    return [f.name for f in attrs.fields(cls)]
+
+
+def _params_maker(event: type, wire: type) -> Callable[[RunEvent], Any]:
+    """The params dict of an event's notification. The wire class's own unstructure
+    hook reads the event directly (same field names, by the decorator's check), which
+    skips building a wire object per event: a run sends one per tool call. It is used
+    only when every field's core class reads as its wire class does (``Usage`` and
+    ``UsageWire``: the same names); otherwise the event goes through its wire object."""
+    core_hints, wire_hints = typing.get_type_hints(event), typing.get_type_hints(wire)
+    names = [f.name for f in attrs.fields(wire)]
+    if all(_same_shape(core_hints[n], wire_hints[n]) for n in names):
+        hook: Callable[[RunEvent], Any] = converter.get_unstructure_hook(wire)
+        return hook
+    make = _wire_maker(wire)
+    return lambda e: unstructure(make(e))
+
+
+_PARAMS: dict[type, tuple[str, Callable[[RunEvent], Any]]] = {
+    event: (method.name, _params_maker(event, method.params))
+    for event, method in RUN_EVENTS.items()
+}
+
+
 def wire_notification(event: RunEvent) -> tuple[str, Any] | None:
     """The method and wire object of an event; ``None`` for one not sent on the wire."""
     found = _MAKERS.get(type(event))
@@ -92,10 +129,10 @@ class EventEncoder:
         """(method, params text) of one event; ``None`` for one not on the wire."""
         if event.__class__ is ToolCallFinished:
             return _TOOL_CALL, self._record(event)
-        found = wire_notification(event)
+        found = _PARAMS.get(event.__class__)
         if found is None:
             return None
-        return found[0], _encode(unstructure(found[1]))
+        return found[0], _encode(found[1](event))
 
     def _record(self, event: ToolCallFinished) -> str:
         if self._record_frame is None:  # once per run: the params around seq and record
