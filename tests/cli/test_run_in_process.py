@@ -112,10 +112,12 @@ def test_a_request_the_service_refuses_is_a_usage_error_naming_the_flag(tmp_path
     assert runs(tmp_path / "s") == []  # refused before the run existed
 
 
-def _interrupted(tmp_path: Path, marker: str, when: str) -> tuple[int, str]:
-    """Run a scripted ``builtin/shell`` call of ``sleep MARKER`` and send SIGINT ``when``
-    the tool call is reported started, or once the command itself runs; the exit code and
-    stderr."""
+def _interrupted(
+    tmp_path: Path, marker: str, when: str, signum: int = signal.SIGINT
+) -> tuple[int, str]:
+    """Run a scripted ``builtin/shell`` call of ``sleep MARKER`` and send ``signum``
+    ``when`` the tool call is reported started, or once the command itself runs; the exit
+    code and stderr."""
     command = f"sleep {marker}"
     if when == "running":
         os.mkfifo(tmp_path / "ready.fifo")
@@ -135,7 +137,7 @@ def _interrupted(tmp_path: Path, marker: str, when: str) -> tuple[int, str]:
                     break
         else:
             assert read_fifo(tmp_path / "ready.fifo") == b"ready\n"
-        process.send_signal(signal.SIGINT)
+        process.send_signal(signum)
         _, stderr = process.communicate(timeout=20)
     finally:
         process.kill()
@@ -153,6 +155,23 @@ def test_ctrl_c_leaves_no_command_behind(tmp_path: Path, when: str) -> None:
         kill_matching(f"sleep {marker}")
     assert code == 130
     assert stderr.strip() == "cancelling the run (Ctrl-C again to quit at once)"
+    assert left == []
+    [summary] = runs(tmp_path / "state")
+    assert summary["status"] == "cancelled"
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP])
+def test_sigterm_and_sighup_cancel_the_run_and_leave_no_command_behind(
+    tmp_path: Path, signum: signal.Signals
+) -> None:
+    marker = f"30.{os.getpid()}{int(signum)}"
+    try:
+        code, stderr = _interrupted(tmp_path, marker, "running", signum)
+        left = still_running(processes_with(f"sleep {marker}"))
+    finally:
+        kill_matching(f"sleep {marker}")
+    assert code == 128 + signum
+    assert stderr.strip() == f"{signum.name}: cancelling the run"
     assert left == []
     [summary] = runs(tmp_path / "state")
     assert summary["status"] == "cancelled"

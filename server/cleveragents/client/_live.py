@@ -15,6 +15,7 @@ emoji codes: model text is shown as text, after ``printable``.
 
 from __future__ import annotations
 
+import contextlib
 import sys
 import time
 from pathlib import Path
@@ -73,7 +74,8 @@ class LiveView(View):
 
     def stop(self) -> None:
         if self.live.is_started:
-            self.live.stop()
+            with contextlib.suppress(OSError):  # a terminal that hung up (SIGHUP)
+                self.live.stop()
 
     # -- drawing ---------------------------------------------------------------------
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import json
 import os
 import re
@@ -109,7 +110,8 @@ def summary_lines(result: dict[str, Any], transcript: Path | None) -> tuple[str,
 
 
 class Output:
-    """Writes to a stream; a closed pipe is noticed once and every later write dropped."""
+    """Writes to a stream; a closed pipe (or a hung-up terminal) is noticed once and every
+    later write dropped."""
 
     def __init__(self, stream: TextIO, on_closed: Callable[[], None] | None = None) -> None:
         self.stream = stream
@@ -122,7 +124,10 @@ class Output:
         try:
             self.stream.write(text)
             self.stream.flush()
-        except BrokenPipeError:
+        except OSError as exc:
+            # A closed pipe, or a terminal hung up (EIO): nobody reads any more.
+            if not isinstance(exc, BrokenPipeError) and exc.errno != errno.EIO:
+                raise
             self.closed = True
             # Python flushes stdout again at exit; point it at /dev/null so that is quiet.
             with contextlib.suppress(OSError, ValueError):

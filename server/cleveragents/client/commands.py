@@ -14,7 +14,10 @@ It owns the run's interaction with the person at the terminal:
   its command's process group; with ``--json``, ``run/finished`` is still printed); a
   second exits at once;
 - a closed stdout (``| head``): the run is cancelled quietly and the exit code is 141,
-  as for a process killed by SIGPIPE.
+  as for a process killed by SIGPIPE;
+- SIGTERM, SIGHUP (a closed terminal): the run is cancelled and recorded, as a daemon
+  does for its runs, and the exit code is 143 or 129: the tools' commands run in
+  sessions of their own, and would outlive a command that just died.
 
 Exit codes (docs/cli.md, "Ctrl-C and exit codes"): 0 completed, 1 failed or limit,
 130 cancelled, 2 usage error (a run the service refused before it existed included).
@@ -48,6 +51,8 @@ from ._views import JsonView, Output, View
 EXIT_CODES = {"completed": 0, "failed": 1, "limit": 1, "cancelled": 130}
 EXIT_USAGE = 2
 EXIT_CLOSED = 141
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
+"""Signals that cancel the run, then exit with 128 + the signal's number."""
 
 CANCEL_REASON = "cancelled at the terminal"
 """The run's cancel reason (not a signal's name: the result then carries no error, as
@@ -139,6 +144,7 @@ class _Session:
         self.handle: RunHandle | None = None
         self.cancelling = False
         self.closed_pipe = False
+        self.stopped_by: int | None = None
         self.interrupts = 0
         self.always: set[str] = set()  # tools answered [a]lways: not asked again this run
         self.asking = asyncio.Lock()  # one question at a time (calls may ask at once)
@@ -164,9 +170,23 @@ class _Session:
         self.view.note("cancelling the run (Ctrl-C again to quit at once)")
         self.cancel()
 
+    def on_stop_signal(self, signum: int) -> None:
+        if self.stopped_by is None:
+            self.view.note(f"{signal.Signals(signum).name}: cancelling the run")
+        self.stopped_by = signum
+        self.cancel()
+
     def on_closed(self) -> None:
         self.closed_pipe = True
         self.cancel()
+
+    def exit_code(self, status: str | None) -> int:
+        """The command's exit code once the run ended with ``status``."""
+        if self.stopped_by is not None:
+            return 128 + self.stopped_by
+        if self.closed_pipe:
+            return EXIT_CLOSED
+        return EXIT_CODES.get(str(status), 1)
 
     def cancel(self) -> None:
         if self.cancelling:
@@ -229,6 +249,8 @@ async def _run(options: RunOptions, tools: list[ToolSpec]) -> int:
     view = session.view
     loop = asyncio.get_running_loop()
     loop.add_signal_handler(signal.SIGINT, session.on_sigint)
+    for signum in STOP_SIGNALS:
+        loop.add_signal_handler(signum, session.on_stop_signal, signum)
     log = _ViewLog(view)
     logging.getLogger().addHandler(log)
     settings = RunSettings(state_dir=options.state_dir, workspace_folders=(str(options.workspace),))
@@ -246,14 +268,14 @@ async def _run(options: RunOptions, tools: list[ToolSpec]) -> int:
     finally:
         view.stop()
         await service.aclose()
-        loop.remove_signal_handler(signal.SIGINT)
+        for signum in (signal.SIGINT, *STOP_SIGNALS):
+            loop.remove_signal_handler(signum)
         logging.getLogger().removeHandler(log)
-    if session.closed_pipe:
-        return EXIT_CLOSED
     assert handle.result_text is not None  # set before the run's task ends
     result: dict[str, Any] = json.loads(handle.result_text)
-    view.finish(result, service.store.path(handle.run_id))
-    return EXIT_CODES.get(str(result.get("status")), 1)
+    if not session.closed_pipe and session.stopped_by != signal.SIGHUP:  # else none reads
+        view.finish(result, service.store.path(handle.run_id))
+    return session.exit_code(result.get("status"))
 
 
 def prepare_process() -> None:
