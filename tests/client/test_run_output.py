@@ -4,6 +4,7 @@ either output mode, nor later through ``cleveragents runs`` reading the transcri
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import re
@@ -11,6 +12,8 @@ import subprocess
 import sys
 from pathlib import Path
 from typing import Any
+
+from cleveragents.client._views import JsonView, Output
 
 CONTROLS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 """Everything but newline and tab that a terminal might act on: ESC, BEL, CR, C1, DEL."""
@@ -103,3 +106,20 @@ def test_runs_list_and_show_print_the_transcript_without_escape_sequences(
     as_json = cli("runs", "show", run_id, "--json", "--state-dir", state)
     assert not CONTROLS.findall(as_json.stdout.decode())
     assert json.loads(as_json.stdout)["content"] == LAST
+
+
+def test_a_json_line_is_the_params_text_with_controls_and_lone_surrogates_escaped() -> None:
+    params = {"runId": "r", "seq": 2, "iteration": 1, "text": f"a{HOSTILE}\udcffb é"}
+    text = json.dumps(params, ensure_ascii=False, separators=(",", ":"))
+    stream = io.StringIO()
+    JsonView(Output(stream)).event_text("run/messageDelta", text)
+    line = stream.getvalue()
+    assert not CONTROLS.findall(line)
+    line.encode("utf-8")  # no lone surrogate left raw
+    assert json.loads(line) == {"method": "run/messageDelta", "params": params}
+    # Nothing else differs from the transcript's line (é stays as it is).
+    escaped = "".join(
+        f"\\u{ord(c):04x}" if 0x7F <= ord(c) <= 0x9F or 0xD800 <= ord(c) <= 0xDFFF else c
+        for c in text
+    )
+    assert line == '{"method":"run/messageDelta","params":' + escaped + "}\n"
