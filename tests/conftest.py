@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -19,3 +20,16 @@ def _no_model_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
 def state_dir(tmp_path: Path) -> Path:
     """The daemon's state dir for this test (created by the daemon when it needs it)."""
     return tmp_path / "state"
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+    """``-n auto`` (scripts/test) starts two workers a core: most tests wait on a daemon
+    or a command they started, so one worker a core leaves the cores half idle (measured:
+    2 cores, 4 workers ran the subprocess-heavy folders 15-45% faster than 2 workers).
+    ``PYTEST_XDIST_AUTO_NUM_WORKERS`` still decides when set."""
+    if "PYTEST_XDIST_AUTO_NUM_WORKERS" in os.environ:
+        return int(os.environ["PYTEST_XDIST_AUTO_NUM_WORKERS"])
+    return 2 * (
+        len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    )

@@ -14,6 +14,8 @@ import pytest
 TS = Path(__file__).resolve().parent / "ts"
 
 
+# One worker runs the npm suites (see tests/protocol/test_typescript_package.py).
+@pytest.mark.xdist_group("npm")
 @pytest.mark.timeout(300)
 def test_the_typescript_sdk_suite_passes() -> None:
     npm, node = shutil.which("npm"), shutil.which("node")

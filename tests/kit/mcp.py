@@ -24,6 +24,10 @@ def base_env() -> dict[str, str]:
 
 
 def stdio(name: str, script: Path, *args: str, **fields: Any) -> McpServerConfig:
+    """A stdio server running ``script``. Unless a test sets it, the startup timeout is
+    ``WAIT_S``, as long as ``started`` waits: the SDK server's imports alone take over a
+    second of CPU, and the default 10 s was seen to run out with every core busy."""
+    fields.setdefault("startup_timeout_s", WAIT_S)
     return McpServerConfig(name, command=sys.executable, args=(str(script), *args), **fields)
 
 

@@ -16,8 +16,9 @@ from kit.paths import PLAIN_SERVER, SDK_SERVER
 from kit.wait import WAIT_S
 
 # One loop for the module, so the calls below share one server (each start costs the
-# SDK's import time in the server, about half a second).
-pytestmark = pytest.mark.asyncio(loop_scope="module")
+# SDK's import time in the server, about half a second); one xdist worker for the module,
+# so that server is started once, not once per worker.
+pytestmark = [pytest.mark.asyncio(loop_scope="module"), pytest.mark.xdist_group("mcp-calls")]
 
 ALL_TOOLS = [
     "add", "echo_text", "picture", "fail", "bad_output", "sleep", "crash", "flood",

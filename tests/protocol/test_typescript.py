@@ -56,6 +56,8 @@ def _npm_ci_needed() -> bool:
     return not installed.exists() or installed.stat().st_mtime < lock.stat().st_mtime
 
 
+# One worker runs the npm suites (see test_typescript_package.py).
+@pytest.mark.xdist_group("npm")
 @pytest.mark.timeout(240)
 def test_the_typescript_client_suite_passes_against_the_real_daemon() -> None:
     npm = shutil.which("npm")

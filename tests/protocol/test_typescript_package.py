@@ -94,6 +94,10 @@ def _npm(npm: str, args: list[str], cwd: Path, env: dict[str, str], timeout: flo
     return done.stdout
 
 
+# The npm suites share one worker: two at once would fight over the cores (tsc, node and
+# the daemons they start) and over npm's cache; test_typescript.py also writes
+# node_modules/ and dist/ inside the package that test_typescript_package.py copies.
+@pytest.mark.xdist_group("npm")
 @pytest.mark.timeout(120)
 def test_the_packed_tarball_installs_beside_the_projects_vscode_jsonrpc_and_runs(
     tmp_path: Path,
