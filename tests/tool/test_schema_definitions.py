@@ -6,6 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from cleveragents.tool import SchemaDefinitionError, ToolInputError, ToolSpec
 
@@ -49,3 +51,35 @@ def test_local_refs_and_ordinary_schemas_still_compile() -> None:
     spec.validate_input({"a": "abc"})
     with pytest.raises(ToolInputError, match=r"arguments\.a must match pattern"):
         spec.validate_input({"a": "ABC"})
+
+
+@given(schema=st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=8)
+    | st.sampled_from(["object", "string", "array", "integer", "#/definitions/x"]),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(
+        st.sampled_from(["type", "properties", "items", "required", "enum", "minimum",
+                         "pattern", "additionalProperties", "$ref", "anyOf", "x"]),
+        inner, max_size=4),
+    max_leaves=12))  # fmt: skip
+def test_the_generated_meta_schema_validator_decides_as_a_fresh_compile(schema: Any) -> None:
+    """The checked-in validator (scripts/gen-validators) accepts and refuses exactly what
+    a fresh compile of the draft-7 meta-schema does, whatever fastjsonschema is installed."""
+    import fastjsonschema
+
+    from cleveragents.tool._draft7 import DRAFT_07
+    from cleveragents.tool._draft7_validator import (
+        validate_http___json_schema_org_draft_07_schema as generated,
+    )
+
+    fresh = _FRESH.setdefault("v", fastjsonschema.compile(DRAFT_07, use_default=False))
+    outcomes = []
+    for validate in (generated, fresh):
+        try:
+            validate(schema)
+            outcomes.append(None)
+        except fastjsonschema.JsonSchemaValueException as exc:
+            outcomes.append((exc.rule, exc.path))
+    assert outcomes[0] == outcomes[1]
+
+
+_FRESH: dict[str, Any] = {}

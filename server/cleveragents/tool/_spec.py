@@ -18,7 +18,6 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeAlias
 import attrs
 import fastjsonschema
 
-from ._draft7 import DRAFT_07
 from ._errors import InvalidToolNameError, ToolError, ToolInputError, ToolOutputError
 from ._types import (
     RESERVED_INPUT_KEYS,
@@ -103,7 +102,11 @@ def _check_definition(schema: Mapping[str, JSONValue]) -> None:
     compiler with whatever that raised."""
     global _meta_validator
     if _meta_validator is None:
-        _meta_validator = fastjsonschema.compile(DRAFT_07, use_default=False)
+        # Generated from DRAFT_07 (scripts/gen-validators): compiling it at start-up
+        # cost every process ~50 ms.
+        from ._draft7_validator import validate_http___json_schema_org_draft_07_schema as validate
+
+        _meta_validator = validate
     try:
         _meta_validator(schema)
     except fastjsonschema.JsonSchemaValueException as exc:
