@@ -69,14 +69,15 @@ PUBLIC: dict[str, set[str]] = {
     "cleveragents.runs": {
         "COLLECTOR", "DEFAULT_MAX_ITERATIONS", "DEFAULT_MAX_TOOL_OUTPUT_BYTES",
         "MAX_TOOL_OUTPUT_BYTES", "AskUser", "CapabilityError", "CollectorPolicy",
-        "McpServerState", "McpServers", "RunHandle", "RunObserver", "RunRequest",
-        "RunRequestError", "RunService", "RunSettings", "StateDirError", "model_spec",
-        "reserved",
+        "McpServerState", "McpServers", "PermissionPrompt", "RunHandle", "RunObserver",
+        "RunRequest", "RunRequestError", "RunService", "RunSettings", "StateDirError",
+        "model_spec", "prepare_process", "reserved",
     },
     "cleveragents.rpc": {
         "CANCEL_REQUEST", "EXIT_CODES", "HIGH_WATER", "LOW_WATER", "MAX_DEPTH", "CurrentPeer",
         "Dispatcher", "FrameSink", "Handlers", "NotInitializedError", "NotificationHandler",
-        "Peer", "RequestHandler", "RpcError", "StreamSink", "install_signals", "keepalive",
+        "Peer", "RequestHandler", "RpcError", "StreamSink", "call_peer", "install_signals",
+        "keepalive",
         "open_stdio", "prepare_process", "to_configs", "to_rpc_error",
     },
 }  # fmt: skip

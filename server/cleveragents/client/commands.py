@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import gc
 import json
 import logging
 import os
@@ -41,10 +40,17 @@ from typing import Any
 import attrs
 
 from ..protocol import RUN_EVENTS
-from ..runs import COLLECTOR, RunHandle, RunRequest, RunRequestError, RunService, RunSettings
+from ..runs import (
+    PermissionPrompt,
+    RunHandle,
+    RunRequest,
+    RunRequestError,
+    RunService,
+    RunSettings,
+    prepare_process,
+)
 from ..tool import CleverAgentsError, PermissionOutcome, PermissionQuery, RunEvent, ToolSpec
 from ..workspace import ShellTool, builtin_tools
-from ..workspace.shell import protect_process
 from ._terminal import printable
 from ._views import JsonView, Output, View
 
@@ -124,15 +130,9 @@ def permission_request(run_id: str, query: PermissionQuery, reason: str) -> dict
     """A call the profile asks about, as ``permission/request`` params (what the views
     show): the inputs the tool will really receive, and the reason saying when the
     model's own reserved values were replaced."""
-    overridden = query.overridden
-    if overridden:
-        reason += (
-            f"; the model's own {' and '.join(overridden)} "
-            f"{'was' if len(overridden) == 1 else 'were'} replaced by the run's"
-        )
-    inputs = query.inputs if query.inputs is not None else query.arguments
-    return {"runId": run_id, "callId": query.call_id, "toolName": query.spec.name,
-            "inputs": inputs, "reason": reason}  # fmt: skip
+    shown = PermissionPrompt.of(query, reason)
+    return {"runId": run_id, "callId": shown.call_id, "toolName": shown.tool_name,
+            "inputs": shown.inputs, "reason": shown.reason}  # fmt: skip
 
 
 class _Session:
@@ -276,17 +276,6 @@ async def _run(options: RunOptions, tools: list[ToolSpec]) -> int:
     if not session.closed_pipe and session.stopped_by != signal.SIGHUP:  # else none reads
         view.finish(result, service.store.path(handle.run_id))
     return session.exit_code(result.get("status"))
-
-
-def prepare_process() -> None:
-    """What ``serve`` does once its long-lived objects exist (``rpc.prepare_process``,
-    which this face does not import): keep ``/proc/self/environ`` unreadable to the
-    tools' commands, freeze the start-up objects for the collector (turned off by ``cli``
-    while the modules were imported) and install the collector policy for long runs."""
-    protect_process()
-    gc.freeze()
-    gc.enable()
-    COLLECTOR.install()
 
 
 def run_command(options: RunOptions) -> int:

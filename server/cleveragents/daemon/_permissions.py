@@ -14,6 +14,7 @@ from typing import Any
 from ..protocol import ParamsError, wire
 from ..protocol import methods as m
 from ..rpc import Peer, RpcError, call_peer
+from ..runs import PermissionPrompt
 from ..tool import PermissionQuery
 
 logger = logging.getLogger(__name__)
@@ -23,15 +24,10 @@ def asker(peer: Peer, run_id: str) -> Any:
     """The run's ``ask``: a ``permission/request`` to the editor."""
 
     async def ask(query: PermissionQuery, reason: str) -> str:
-        overridden = query.overridden
-        if overridden:
-            reason += (
-                f"; the model's own {' and '.join(overridden)} "
-                f"{'was' if len(overridden) == 1 else 'were'} replaced by the run's"
-            )
-        inputs = query.inputs if query.inputs is not None else query.arguments
-        name = query.spec.name
-        params = wire.PermissionRequestParams(run_id, query.call_id, name, inputs, reason)
+        shown = PermissionPrompt.of(query, reason)
+        params = wire.PermissionRequestParams(
+            run_id, shown.call_id, shown.tool_name, shown.inputs, shown.reason
+        )
         try:
             result: wire.PermissionRequestResult = await call_peer(
                 peer, m.PERMISSION_REQUEST, params

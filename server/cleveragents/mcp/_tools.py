@@ -81,7 +81,7 @@ def build_specs(
         if reason is None:
             try:
                 specs.append(_spec(config, name, tool, call))
-            except ValueError as exc:  # SchemaDefinitionError, InvalidToolNameError
+            except (SchemaDefinitionError, InvalidToolNameError, ValueError) as exc:
                 reason = f"its inputSchema is not usable: {exc}"
         if reason is not None:
             skipped.append(f"{name}: {reason}")

@@ -9,6 +9,7 @@ method of either face.
 """
 
 from ..protocol import RpcError
+from ..runs import prepare_process
 from ._dispatch import (
     CANCEL_REQUEST,
     MAX_DEPTH,
@@ -29,7 +30,6 @@ from ._transport import (
     install_signals,
     keepalive,
     open_stdio,
-    prepare_process,
 )
 
 __all__ = [

@@ -1,15 +1,13 @@
 """The process plumbing both JSON-RPC faces share: stdin and stdout whatever they are
 (pipes, files, terminals, ``/dev/null``), a write buffer whose high-water mark runs wait
 on (:meth:`StreamSink.pace`), TCP keepalive, the signals that end a process cleanly and
-the exit codes they give, and :func:`prepare_process` (what a serving process sets up
-once: its ``/proc`` entries closed to tools, the collector policy).
+the exit codes they give.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import gc
 import logging
 import os
 import signal
@@ -154,16 +152,3 @@ async def open_stdio(reader: asyncio.StreamReader) -> StreamSink:
     stdout = os.fdopen(out_fd, "wb", buffering=0, closefd=False)
     transport, protocol = await loop.connect_write_pipe(asyncio.streams.FlowControlMixin, stdout)
     return StreamSink(asyncio.StreamWriter(transport, protocol, None, loop))
-
-
-def prepare_process() -> None:
-    """Once per serving process, after its long-lived objects are built: keep its
-    ``/proc`` entries (its environment) unreadable to tools, freeze what exists for the
-    collector, and install the collector policy that keeps long runs from stalling."""
-    from ..runs import COLLECTOR
-    from ..workspace.shell import protect_process
-
-    protect_process()
-    gc.freeze()  # the long-lived startup objects need never be scanned again
-    gc.enable()
-    COLLECTOR.install()  # and a long run's objects are frozen as they age

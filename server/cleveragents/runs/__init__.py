@@ -20,6 +20,7 @@ from ._errors import CapabilityError, StateDirError
 from ._mcp import McpServers, McpServerState
 from ._outputs import DEFAULT_MAX_TOOL_OUTPUT_BYTES, MAX_TOOL_OUTPUT_BYTES
 from ._prepare import RunRequestError, model_spec, reserved
+from ._process import PermissionPrompt, prepare_process
 from ._request import AskUser, RunRequest
 from ._run import RunHandle, RunObserver
 from ._service import RunService
@@ -35,6 +36,7 @@ __all__ = [
     "CollectorPolicy",
     "McpServerState",
     "McpServers",
+    "PermissionPrompt",
     "RunHandle",
     "RunObserver",
     "RunRequest",
@@ -43,5 +45,6 @@ __all__ = [
     "RunSettings",
     "StateDirError",
     "model_spec",
+    "prepare_process",
     "reserved",
 ]
