@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from toolkit import HISTORY, SCHEMAS
 
 from cleveragents.tool import (
     LLMResponse,
@@ -16,36 +17,9 @@ from cleveragents.tool import (
     ProviderStreamError,
     ToolCall,
     ToolCallRouter,
-    ToolSchema,
     Usage,
 )
 from cleveragents.tool._codec import ProviderMessages  # the router's own return type
-
-SCHEMAS = [
-    ToolSchema(
-        "builtin/file-read",
-        "Read a file.",
-        {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]},
-    ),
-    ToolSchema("server:local/tool", "A server tool.", {"type": "object"}),
-]
-
-HISTORY = [
-    Message("system", "Be brief."),
-    Message("user", "Read a.txt"),
-    Message(
-        "assistant",
-        "Reading.",
-        tool_calls=[
-            ToolCall("c1", "builtin/file-read", {"path": "a.txt"}),
-            ToolCall("c2", "server:local/tool", {}),
-        ],
-    ),
-    Message("tool", "hello", tool_call_id="c1", name="builtin/file-read"),
-    Message("tool", "boom", tool_call_id="c2", name="server:local/tool", is_error=True),
-    Message("assistant", "It says hello."),
-]
-
 
 # -- tool lists ------------------------------------------------------------------------
 

@@ -12,6 +12,7 @@ from typing import Any
 
 from hypothesis import given
 from hypothesis import strategies as st
+from toolkit import HISTORY, SCHEMAS
 
 from cleveragents.tool import (
     LLMResponse,
@@ -22,32 +23,6 @@ from cleveragents.tool import (
     Usage,
 )
 from cleveragents.tool._codec import ProviderMessages  # the router's own return type
-
-SCHEMAS = [
-    ToolSchema(
-        "builtin/file-read",
-        "Read a file.",
-        {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]},
-    ),
-    ToolSchema("server:local/tool", "A server tool.", {"type": "object"}),
-]
-
-HISTORY = [
-    Message("system", "Be brief."),
-    Message("user", "Read a.txt"),
-    Message(
-        "assistant",
-        "Reading.",
-        tool_calls=[
-            ToolCall("c1", "builtin/file-read", {"path": "a.txt"}),
-            ToolCall("c2", "server:local/tool", {}),
-        ],
-    ),
-    Message("tool", "hello", tool_call_id="c1", name="builtin/file-read"),
-    Message("tool", "boom", tool_call_id="c2", name="server:local/tool", is_error=True),
-    Message("assistant", "It says hello."),
-]
-
 
 # -- tool lists ------------------------------------------------------------------------
 

@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from toolkit import HISTORY
 
 from cleveragents.tool import (
     LLMResponse,
@@ -34,22 +35,6 @@ NAME_CHARS = "ABCXYZabcxyz0189_.:/-"
 
 BUILT_IN = ["openai", "anthropic", "gemini"]
 SCHEMAS = [ToolSchema("builtin/file-read", "Read a file.", {"type": "object"})]
-
-HISTORY = [
-    Message("system", "Be brief."),
-    Message("user", "Read a.txt"),
-    Message(
-        "assistant",
-        "Reading.",
-        tool_calls=[
-            ToolCall("c1", "builtin/file-read", {"path": "a.txt"}),
-            ToolCall("c2", "server:local/tool", {}),
-        ],
-    ),
-    Message("tool", "hello", tool_call_id="c1", name="builtin/file-read"),
-    Message("tool", "boom", tool_call_id="c2", name="server:local/tool", is_error=True),
-    Message("assistant", "It says hello."),
-]
 
 
 # -- names -----------------------------------------------------------------------------

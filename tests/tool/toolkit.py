@@ -11,8 +11,10 @@ from cleveragents.tool import (
     EventSink,
     IterationFinished,
     IterationStarted,
+    Message,
     MessageDelta,
     RunEvent,
+    ToolCall,
     ToolCallFinished,
     ToolCallingRuntime,
     ToolCallRecord,
@@ -20,10 +22,38 @@ from cleveragents.tool import (
     ToolHandler,
     ToolRegistry,
     ToolRunner,
+    ToolSchema,
     ToolSpec,
 )
 
 OBJECT: dict[str, Any] = {"type": "object"}
+
+# The codec tests' shared tools and conversation (one namespaced name, one MCP name;
+# a call that succeeded and one that failed).
+SCHEMAS = [
+    ToolSchema(
+        "builtin/file-read",
+        "Read a file.",
+        {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]},
+    ),
+    ToolSchema("server:local/tool", "A server tool.", {"type": "object"}),
+]
+
+HISTORY = [
+    Message("system", "Be brief."),
+    Message("user", "Read a.txt"),
+    Message(
+        "assistant",
+        "Reading.",
+        tool_calls=[
+            ToolCall("c1", "builtin/file-read", {"path": "a.txt"}),
+            ToolCall("c2", "server:local/tool", {}),
+        ],
+    ),
+    Message("tool", "hello", tool_call_id="c1", name="builtin/file-read"),
+    Message("tool", "boom", tool_call_id="c2", name="server:local/tool", is_error=True),
+    Message("assistant", "It says hello."),
+]
 
 
 def spec(
