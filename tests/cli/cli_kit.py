@@ -9,6 +9,10 @@ import select
 import signal
 from pathlib import Path
 
+from kit.processes import processes_with, still_running
+
+__all__ = ["BOUND_S", "kill_matching", "processes_with", "read_fifo", "still_running"]
+
 BOUND_S = 20.0
 """Bound on every wait for the command under test."""
 
@@ -24,37 +28,6 @@ def read_fifo(path: Path, timeout: float = BOUND_S) -> bytes:
         return os.read(fd, 100)
     finally:
         os.close(fd)
-
-
-def processes_with(marker: str) -> list[int]:
-    """Pids whose command line contains ``marker`` (zombies included)."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ")
-            except OSError:
-                continue
-            if marker.encode() in cmdline:
-                found.append(int(entry.name))
-    return found
-
-
-def still_running(pids: list[int], timeout: float = 5.0) -> list[int]:
-    """Wait (bounded, by pidfd) for each pid to exit; those still running after it."""
-    alive = []
-    for pid in pids:
-        try:
-            fd = os.pidfd_open(pid)
-        except ProcessLookupError:
-            continue
-        try:
-            ready, _, _ = select.select([fd], [], [], timeout)
-            if not ready:
-                alive.append(pid)
-        finally:
-            os.close(fd)
-    return alive
 
 
 def kill_matching(marker: str) -> None:

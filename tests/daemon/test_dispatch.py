@@ -17,8 +17,8 @@ import attrs
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from cleveragents.rpc._dispatch import MAX_DEPTH, Dispatcher
 from cleveragents.protocol import BY_NAME, camel
+from cleveragents.rpc._dispatch import MAX_DEPTH, Dispatcher
 from kit.inprocess import Sink, in_process_daemon
 from kit.rawpeer import body as _body
 

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from cleveragents.daemon import create_server
-from cleveragents.rpc._dispatch import Dispatcher
 from cleveragents.protocol import RpcError
+from cleveragents.rpc._dispatch import Dispatcher
 from kit.inprocess import Sink, in_process_daemon
 from kit.rawpeer import body
 

@@ -54,7 +54,9 @@ async def test_a_run_gives_every_event_in_order_as_typed_classes_then_its_result
         {"content": "a", "toolCalls": [{"name": "t/echo", "arguments": {"n": 7}}]},
         {"content": "done"},
     )
-    handle = await service.start(RunRequest(prompt="go", model=model, run_id="r1", automation_profile="trusted"))
+    handle = await service.start(
+        RunRequest(prompt="go", model=model, run_id="r1", automation_profile="trusted")
+    )
     events: list[RunEvent] = [event async for event in handle.events()]
     kinds = [type(e) for e in events]
     assert kinds == [

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import select
 import shlex
 import socket
 import sys
@@ -24,6 +23,7 @@ from cleveragents.workspace import (
     WorkspaceToolError,
     shell,
 )
+from kit.processes import processes_with, still_running
 
 BOUND_S = 30.0
 
@@ -43,39 +43,8 @@ async def run(tool: ShellTool, sandbox: Sandbox, command: str, **extra: Any) -> 
     return result
 
 
-def processes_with(marker: str) -> list[int]:
-    """Pids whose command line contains ``marker`` (zombies included)."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ")
-            except OSError:
-                continue
-            if marker.encode() in cmdline:
-                found.append(int(entry.name))
-    return found
-
-
 def exists(path: str) -> bool:
     return os.path.exists(path)
-
-
-def wait_gone(pids: list[int], timeout_s: float = 5.0) -> list[int]:
-    """Wait (bounded, via pidfd) for each pid to exit; return those still running."""
-    alive = []
-    for pid in pids:
-        try:
-            fd = os.pidfd_open(pid)
-        except ProcessLookupError:
-            continue
-        try:
-            ready, _, _ = select.select([fd], [], [], timeout_s)
-            if not ready:
-                alive.append(pid)
-        finally:
-            os.close(fd)
-    return alive
 
 
 async def read_fifo(path: Path) -> bytes:
@@ -135,7 +104,7 @@ async def test_the_timeout_kills_the_whole_process_group(sandbox: Sandbox, shell
     with pytest.raises(WorkspaceToolError, match="timed out after 300 ms") as info:
         await run(tool, sandbox, f"echo begun; sleep {marker} & sleep {marker}", timeout_ms=300)
     assert "begun" in info.value.message
-    assert wait_gone(processes_with(f"sleep {marker}")) == []
+    assert still_running(processes_with(f"sleep {marker}")) == []
 
 
 async def test_cancelling_the_call_kills_the_command(sandbox: Sandbox, shell_mode: str) -> None:
@@ -148,7 +117,7 @@ async def test_cancelling_the_call_kills_the_command(sandbox: Sandbox, shell_mod
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
-    assert wait_gone(processes_with(f"sleep {marker}")) == []
+    assert still_running(processes_with(f"sleep {marker}")) == []
 
 
 LEAKY_VARIABLES = {
@@ -218,7 +187,7 @@ async def test_a_background_job_does_not_outlive_a_command_that_exits(
     tool = shell_tool(shell_mode, sandbox)
     result = await run(tool, sandbox, f"sleep {marker}{redirect} & echo started", timeout_ms=25_000)
     assert (result["stdout"], result["exit_code"]) == ("started\n", 0)
-    assert wait_gone(processes_with(f"sleep {marker}")) == []
+    assert still_running(processes_with(f"sleep {marker}")) == []
 
 
 # --------------------------------------------------------------------------- unconfined
