@@ -7,6 +7,12 @@ import os
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
+
+# Hypothesis's 200 ms deadline per example is a timing assertion, and it fails tests
+# whenever the machine is busy (scripts/test runs two workers a core): no deadline.
+settings.register_profile("cleveragents", deadline=None)
+settings.load_profile("cleveragents")
 
 
 @pytest.fixture(autouse=True)

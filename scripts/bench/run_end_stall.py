@@ -116,11 +116,17 @@ async def one_round(calls: int, iterations: int, cancel: bool) -> dict[str, Any]
 
     tasks = [asyncio.ensure_future(probe()), asyncio.ensure_future(pinger())]
     cancelled_at = 0.0
+    begun = False
     while True:
         await asyncio.sleep(0.01)
         run = server.service.active.get("big")
         if run is None:
-            break
+            # Not begun yet (run/start is prepared in a task of its own: a busy machine
+            # can take more than one poll), or over; an answer means it will never begin.
+            if begun or sink.reply_at is not None:
+                break
+            continue
+        begun = True
         if cancel and not cancelled_at and run.tool_call_count >= target * CANCEL_AT:
             cancelled_at = time.perf_counter()
             send(dispatcher, {"id": "cx", "method": "run/cancel", "params": {"runId": "big"}})
