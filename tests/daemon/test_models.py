@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
+from kit.loopback import LoopbackServer, data, sse_reply
 from kit.rawpeer import RawDaemon
-from llm.loopback import LoopbackServer, data, sse_reply
 
 SECRET = "sk-test-0123456789-do-not-leak"
 
@@ -103,7 +103,7 @@ async def test_a_run_through_an_openai_compatible_server_streams_and_reports_usa
 async def test_a_provider_error_fails_the_run_without_leaking_the_key(
     server: LoopbackServer, tmp_path: Path
 ) -> None:
-    from llm.loopback import json_reply
+    from kit.loopback import json_reply
 
     server.queue(json_reply({"error": {"message": f"Incorrect API key provided: {SECRET}",
                                        "type": "invalid_request_error"}}, status=401))  # fmt: skip

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from .loopback import LoopbackServer, NetworkGuard, is_loopback
+from kit.loopback import LoopbackServer, NetworkGuard, is_loopback
 
 _PROXY_VARS = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy")
 

@@ -18,8 +18,7 @@ import attrs
 from cleveragents.llm import get_provider, providers
 from cleveragents.llm._base import SdkCaller
 from cleveragents.llm.spec import ModelSpec
-
-from .loopback import LoopbackServer, Recorded, Reply, data, event, json_reply, sse_reply
+from kit.loopback import LoopbackServer, Recorded, Reply, data, event, json_reply, sse_reply
 
 # -- OpenAI chat completions ---------------------------------------------------------------
 

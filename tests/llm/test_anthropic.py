@@ -8,11 +8,11 @@ import pytest
 
 from cleveragents.llm.builtin.anthropic import AnthropicCaller
 from cleveragents.tool import LLMResponse, Message, ToolCall, ToolSchema, Usage
+from kit.loopback import LoopbackServer, event, make_request, sse_reply
 
 from .kits import ANTHROPIC, anthropic_message_start, anthropic_text_stream
 from .kits import anthropic_message_end as message_end
 from .kits import anthropic_text_block as text_block
-from .loopback import LoopbackServer, event, make_request, sse_reply
 
 KEY = "sk-ant-test-0123456789SECRET"
 READ = ToolSchema(

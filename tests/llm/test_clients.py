@@ -10,9 +10,9 @@ import pytest
 
 from cleveragents.llm._base import SdkCaller
 from cleveragents.tool import Message
+from kit.loopback import WAIT_S, LoopbackServer, make_request
 
 from .kits import Kit, kits
-from .loopback import WAIT_S, LoopbackServer, make_request
 
 HISTORY = [Message("user", "hi")]
 

@@ -13,10 +13,10 @@ import pytest
 from cleveragents.llm.builtin.gemini import GeminiCaller
 from cleveragents.llm.errors import ModelProviderError
 from cleveragents.tool import LLMResponse, Message, ToolCall, ToolSchema, Usage
+from kit.loopback import LoopbackServer, data, json_reply, make_request, sse_reply
 
 from .kits import GEMINI, gemini_error_body, gemini_text_stream
 from .kits import gemini_chunk as chunk
-from .loopback import LoopbackServer, data, json_reply, make_request, sse_reply
 
 KEY = "AIzaTest-0123456789SECRET"
 PATH = "/v1/models/gemini-test:streamGenerateContent?alt=sse"

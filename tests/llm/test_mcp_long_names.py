@@ -20,10 +20,9 @@ from cleveragents.tool import (
     ToolRegistry,
     ToolRunner,
 )
+from kit.loopback import LoopbackServer, data, sse_reply
+from kit.paths import SDK_SERVER
 
-from .loopback import LoopbackServer, data, sse_reply
-
-SDK_SERVER = str(Path(__file__).resolve().parents[1] / "mcp" / "servers" / "sdk_server.py")
 SERVER_NAME = "issue-tracker-of-the-platform-team-in-the-north-region"  # 54 characters
 FULL_NAME = f"mcp:{SERVER_NAME}/echo_text"  # 68 characters
 
@@ -49,7 +48,7 @@ async def test_a_long_mcp_tool_name_round_trips_through_the_openai_adapter(
                   "data: [DONE]\n\n"),
     )  # fmt: skip
     mcp = McpServer(
-        McpServerConfig(name=SERVER_NAME, command=sys.executable, args=(SDK_SERVER,),
+        McpServerConfig(name=SERVER_NAME, command=sys.executable, args=(str(SDK_SERVER),),
                         trust="read"),
         scope="run", log_dir=tmp_path, base_env={"PATH": "/usr/bin:/bin"},
     )  # fmt: skip

@@ -10,8 +10,7 @@ from cleveragents.llm.builtin.openai import OpenAIChatCaller
 from cleveragents.llm.errors import ModelProviderError
 from cleveragents.llm.spec import ModelSpec
 from cleveragents.tool import Message
-
-from .loopback import NetworkGuard, make_request
+from kit.loopback import NetworkGuard, make_request
 
 
 def test_a_connection_outside_loopback_is_refused(network_guard: NetworkGuard) -> None:

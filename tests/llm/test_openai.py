@@ -9,10 +9,10 @@ import pytest
 from cleveragents.llm.builtin.openai import OpenAIChatCaller
 from cleveragents.llm.errors import ModelProviderError
 from cleveragents.tool import LLMResponse, Message, ToolCall, ToolSchema, Usage
+from kit.loopback import LoopbackServer, json_reply, make_request, sse_reply
 
 from .kits import OPENAI, openai_error_body, openai_text_stream, openai_usage_chunk
 from .kits import openai_chunk as chunk
-from .loopback import LoopbackServer, json_reply, make_request, sse_reply
 
 KEY = "sk-test-0123456789abcdefSECRET"
 READ = ToolSchema(

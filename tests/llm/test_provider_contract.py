@@ -19,9 +19,9 @@ from cleveragents.llm import get_provider
 from cleveragents.llm.errors import ModelConfigError, ModelProviderError
 from cleveragents.llm.spec import ModelSpec, create_caller
 from cleveragents.tool import CancelToken, Message
+from kit.loopback import WAIT_S, LoopbackServer, RecordingSleep, Reply, make_request, sse_reply
 
 from .kits import KITS, Kit, kits, sdk_providers
-from .loopback import WAIT_S, LoopbackServer, RecordingSleep, Reply, make_request, sse_reply
 
 KEY = "sk-q7Zr2mW9xLpV4nB8tY1kHd6Jf0Xc"
 HISTORY = [Message("system", "Be brief."), Message("user", "Read a.txt")]

@@ -53,10 +53,10 @@ from cleveragents.tool import (
 from cleveragents.tool._codec import ProviderMessages, ToolDeclaration
 from cleveragents.tool._stream import StreamDraft
 from kit.inprocess import in_process_daemon
+from kit.loopback import LoopbackServer, Recorded, Reply, json_reply, make_request
 from kit.rawpeer import body
 
 from .kits import openai_text_stream
-from .loopback import LoopbackServer, Recorded, Reply, json_reply, make_request
 
 ROOT = Path(__file__).resolve().parents[2]
 KEY = "ledger-key-0123456789"

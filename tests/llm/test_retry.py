@@ -15,8 +15,7 @@ from cleveragents.llm._retry import (
     retry_after_seconds,
 )
 from cleveragents.llm.errors import ModelProviderError
-
-from .loopback import RecordingSleep
+from kit.loopback import RecordingSleep
 
 NOW = 1_700_000_000.0
 

@@ -17,9 +17,9 @@ from cleveragents.llm import _redact
 from cleveragents.llm._base import SdkCaller
 from cleveragents.llm.errors import ModelProviderError
 from cleveragents.tool import Message
+from kit.loopback import LoopbackServer, Reply, json_reply, make_request
 
 from .kits import Kit, kits
-from .loopback import LoopbackServer, Reply, json_reply, make_request
 
 KEY = "pat-ca7Q2mZr9LwX4vN8bT1kHd6xyz"
 PASSWORD = "hunter2-basic-pw"

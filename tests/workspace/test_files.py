@@ -36,7 +36,7 @@ from cleveragents.workspace._patterns import (
 )
 from cleveragents.workspace._stop import StopFlag, _Stopped, run_stoppable
 from cleveragents.workspace.files import file_tools
-from daemon.rawpeer import RawDaemon
+from kit.rawpeer import RawDaemon
 
 # ----------------------------------------------------------------------------- schemas
 

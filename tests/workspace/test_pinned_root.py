@@ -76,7 +76,7 @@ def test_a_root_swapped_mid_run_fails_the_shell_too(tmp_path: Path, mode: str) -
 async def test_through_the_daemon_a_swapped_root_fails_the_rest_of_the_run(
     tmp_path: Path,
 ) -> None:
-    from daemon.rawpeer import RawDaemon
+    from kit.rawpeer import RawDaemon
 
     workspace, canary = tmp_path / "ws", tmp_path / "canary"
     (workspace / "pkg").mkdir(parents=True)
