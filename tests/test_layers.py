@@ -142,3 +142,28 @@ def test_every_third_party_import_is_a_declared_dependency() -> None:
             if not distributions & declared:
                 undeclared.append(f"{where} imports {module}")
     assert undeclared == []
+
+
+def test_test_modules_import_the_shared_kit_never_each_other() -> None:
+    """Helpers shared across folders live in ``tests/kit``; a test module never imports
+    another test module, nor a module of another test folder."""
+    tests = ROOT / "tests"
+    folders = {p.name for p in tests.iterdir() if p.is_dir() and p.name not in ("kit",)}
+    bad = []
+    for path in tests.rglob("*.py"):
+        if "node_modules" in path.parts:
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = (
+                [alias.name for alias in node.names] if isinstance(node, ast.Import)
+                else [node.module] if isinstance(node, ast.ImportFrom) and node.module and not node.level
+                else []
+            )  # fmt: skip
+            for name in names:
+                top = name.split(".")[0]
+                inside = tests.joinpath(*name.split(".")).with_suffix(".py").exists()
+                if top.startswith("test_") or (
+                    inside and top in folders and top != path.parent.name
+                ):
+                    bad.append(f"{path.relative_to(tests)} imports {name}")
+    assert bad == []
