@@ -80,7 +80,7 @@ def test_a_caller_with_its_own_router_hands_the_runtime_the_registry_s_names(mod
          "function": {"name": "plan__read", "description": "The plan/read tool.",
                       "parameters": {"type": "object"}}},
     ]  # fmt: skip
-    assert all(r.provider_tools is None for r in model.requests)  # the runtime builds none
+    assert not hasattr(model.requests[0], "provider_tools")  # the runtime builds none
 
 
 def test_the_runtime_takes_no_router() -> None:

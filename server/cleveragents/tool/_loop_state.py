@@ -10,8 +10,7 @@ recorded in the model's order.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
-from typing import Any, Protocol
+from collections.abc import Sequence
 
 from ._call import OnRecord, output_text
 from ._cancel import CancelToken
@@ -33,7 +32,6 @@ from ._types import (
     ToolCall,
     ToolCallRecord,
     ToolCallRunResult,
-    ToolSchema,
     Usage,
 )
 
@@ -51,14 +49,6 @@ def listens(sink: object) -> bool:
     return on_event is not EventSink.on_event
 
 
-class Router(Protocol):
-    """What the loop uses of a ``ToolCallRouter`` (structural: no import of the codecs)."""
-
-    def tools(self, schemas: Sequence[ToolSchema], /) -> Sequence[Any]: ...
-
-    def decode_name(self, encoded: str, /) -> str: ...
-
-
 def _ignore_delta(text: str) -> None:
     """The model's streamed text, when no sink reads it."""
 
@@ -67,14 +57,10 @@ class LoopState:
     """The sans-IO core of one run: conversation, counters, records; no calls out."""
 
     __slots__ = (
-        "_decode",
         "_flushed",
         "_iteration_started",
-        "_provider_tools",
         "_ready",
         "_registry",
-        "_router",
-        "_schemas",
         "cancel",
         "content",
         "context",
@@ -95,7 +81,6 @@ class LoopState:
     def __init__(
         self,
         registry: ToolRegistry,
-        router: Router | None,
         prompt: str,
         context: ToolActorContext,
         system_prompt: str | None,
@@ -106,10 +91,6 @@ class LoopState:
         limit: int,
     ) -> None:
         self._registry = registry
-        self._router = router
-        self._decode: Callable[[str], str] | None = router.decode_name if router else None
-        self._schemas: tuple[ToolSchema, ...] | None = None
-        self._provider_tools: Sequence[Any] | None = None
         self.context = context
         self.cancel = cancel
         self.sink = sink
@@ -139,17 +120,13 @@ class LoopState:
         if self.emit:
             self._iteration_started = _perf()
             self.sink.on_event(IterationStarted(iteration))
-        schemas = self._registry.schemas()
-        if schemas is not self._schemas:  # the first iteration, or the registry changed
-            self._schemas = schemas
-            if self._router is not None:
-                self._provider_tools = self._router.tools(schemas)
+        schemas = self._registry.schemas()  # the same tuple until the tools change
         # The bound method is made per request, not kept on self: kept, it would make the
         # state a reference cycle, and a finished run's whole history would wait for a
         # full garbage collection instead of being freed when the run lets go of it.
         return LLMRequest(
             self.messages, schemas, iteration, self.context, self.cancel,
-            self._on_delta if self.emit else _ignore_delta, self._provider_tools,
+            self._on_delta if self.emit else _ignore_delta,
         )  # fmt: skip
 
     def _on_delta(self, text: str) -> None:
@@ -169,12 +146,9 @@ class LoopState:
             self.usage = usage if self.usage is None else self.usage + usage
         calls = response.tool_calls
         if calls:
-            decode = self._decode
             for index, call in enumerate(calls):
                 if not call.id:
                     call.id = f"call_{self.iteration}_{index}"
-                if decode is not None:
-                    call.name = decode(call.name)
             if self.emit:
                 on_event = self.sink.on_event
                 iteration = self.iteration

@@ -248,7 +248,7 @@ class ToolCallingRuntime:
         cancel = cancel if cancel is not None else CancelToken()
         session = self.runner.session(context, cancel, registry=self.registry)
         return LoopState(
-            self.registry, None, prompt, context, system_prompt or self.system_prompt,
+            self.registry, prompt, context, system_prompt or self.system_prompt,
             history, cancel, sink or self.sink, session, limit,
         )  # fmt: skip
 

@@ -99,10 +99,6 @@ class LLMRequest:
     context: ToolActorContext
     cancel: CancelToken
     on_delta: Callable[[str], None]
-    provider_tools: Sequence[Any] | None = None
-    """The tools in the provider's own format, built once per run by the runtime's
-    ``ToolCallRouter`` (rebuilt only when the registry changes); ``None`` without a
-    router, when an adapter builds them from ``tools`` itself."""
 
 
 class LLMCaller(Protocol):
