@@ -27,7 +27,8 @@ PUBLIC: dict[str, set[str]] = {
         "ToolError", "ToolHandler", "ToolHandlerError", "ToolInputError", "ToolKind",
         "ToolNotFoundError", "ToolOutputError", "ToolPermissionError", "ToolPolicy",
         "ToolRegistry", "ToolRunner", "ToolSchema", "ToolSpec", "ToolTimeoutError", "Usage",
-        "error_classes", "output_text", "register_codec",
+        "error_classes", "output_text", "register_codec", "NAME_LEAD", "Codec", "NameEncoder",
+        "ProviderMessages", "StreamDraft", "ToolDeclaration",
     },
     "cleveragents.workspace": {
         "BUILTIN_PROFILES", "BWRAP_ENV", "DEFAULT_PROFILE", "AskCallback", "AutomationProfile",

@@ -44,14 +44,15 @@ from cleveragents.tool import (
     LLMRequest,
     LLMResponse,
     Message,
+    ProviderMessages,
+    StreamDraft,
     ToolCallRouter,
+    ToolDeclaration,
     ToolSchema,
     Usage,
     _router,
     register_codec,
 )
-from cleveragents.tool._codec import ProviderMessages, ToolDeclaration
-from cleveragents.tool._stream import StreamDraft
 from kit.inprocess import in_process_daemon
 from kit.loopback import LoopbackServer, Recorded, Reply, json_reply, make_request
 from kit.rawpeer import body

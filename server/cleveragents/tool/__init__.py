@@ -7,7 +7,15 @@ tools stand on it, never the other way round.
 """
 
 from ._cancel import CancelToken
-from ._codec import ProviderFormat, ProviderStreamError
+from ._codec import (
+    NAME_LEAD,
+    Codec,
+    NameEncoder,
+    ProviderFormat,
+    ProviderMessages,
+    ProviderStreamError,
+    ToolDeclaration,
+)
 from ._errors import (
     CleverAgentsError,
     DuplicateToolError,
@@ -59,6 +67,7 @@ from ._spec import (
     ToolKind,
     ToolSpec,
 )
+from ._stream import StreamDraft
 from ._types import (
     RESERVED_INPUT_KEYS,
     JSONValue,
@@ -77,12 +86,14 @@ from ._types import (
 
 __all__ = [
     "DEFAULT_MAX_ITERATIONS",
+    "NAME_LEAD",
     "PERMISSION_OUTCOMES",
     "RESERVED_INPUT_KEYS",
     "TOOL_NAME_PATTERN",
     "AllowAll",
     "CancelToken",
     "CleverAgentsError",
+    "Codec",
     "Decision",
     "DuplicateToolError",
     "EventSink",
@@ -96,10 +107,12 @@ __all__ = [
     "LLMResponse",
     "Message",
     "MessageDelta",
+    "NameEncoder",
     "NullEventSink",
     "PermissionOutcome",
     "PermissionQuery",
     "ProviderFormat",
+    "ProviderMessages",
     "ProviderStreamError",
     "RunError",
     "RunEvent",
@@ -109,6 +122,7 @@ __all__ = [
     "RunStatus",
     "SchemaDefinitionError",
     "StageObserver",
+    "StreamDraft",
     "ToolActivationError",
     "ToolActorContext",
     "ToolAnnotations",
@@ -121,6 +135,7 @@ __all__ = [
     "ToolCallStarted",
     "ToolCallingRuntime",
     "ToolCancelledError",
+    "ToolDeclaration",
     "ToolError",
     "ToolHandler",
     "ToolHandlerError",
