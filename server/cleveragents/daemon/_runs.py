@@ -55,19 +55,17 @@ class Notifier:
         if text is not None:
             self._notify(_METHOD[event.__class__], text)
         token = self.token
-        cls = event.__class__
-        if cls is RunFinished:
+        if isinstance(event, RunFinished):
             self._runs.ended(event.run_id)
             if token is not None:
-                self._peer.progress(token, "end", event.result.status, None)  # type: ignore[attr-defined]
+                self._peer.progress(token, "end", event.result.status, None)
         elif token is None:
             return
-        elif cls is IterationFinished:
-            iteration: int = event.iteration  # type: ignore[attr-defined]
-            percentage = min(100, iteration * 100 // self.limit)
-            self._peer.progress(token, "report", f"iteration {iteration} done", percentage)
-        elif cls is RunStarted:
-            self.limit = max(1, event.max_iterations)  # type: ignore[attr-defined]
+        elif isinstance(event, IterationFinished):
+            percentage = min(100, event.iteration * 100 // self.limit)
+            self._peer.progress(token, "report", f"iteration {event.iteration} done", percentage)
+        elif isinstance(event, RunStarted):
+            self.limit = max(1, event.max_iterations)
             self._peer.progress(token, "begin", self.prompt[:80], 0)
 
 

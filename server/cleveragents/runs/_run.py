@@ -81,11 +81,10 @@ class Run(EventSink):
         if self.finished:
             return
         event.run_id = self.run_id
-        cls = event.__class__
-        if cls is ToolCallFinished:
+        if event.__class__ is ToolCallFinished:
             self.tool_call_count += 1
-        elif cls is IterationStarted:
-            self.iterations = event.iteration  # type: ignore[attr-defined]
+        elif isinstance(event, IterationStarted):
+            self.iterations = event.iteration
         recorder = self.recorder
         text = recorder.record(event)
         if recorder.transcript.error is not None and not self.cancel.cancelled:
