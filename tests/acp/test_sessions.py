@@ -148,3 +148,24 @@ async def test_an_mcp_server_that_fails_to_start_is_reported_after_the_answer(
         {"cwd": str(workspace), "mcpServers": [{"type": "sse", "name": "s", "url": "http://x"}]},
     )
     assert bad["error"]["code"] == JsonRpcCode.INVALID_PARAMS
+
+
+async def test_a_session_id_is_exactly_its_pattern_and_a_root_is_never_slash_or_home(
+    spawn: Spawn, workspace: Path
+) -> None:
+    """A session id with a trailing newline is not the session's id (``$`` would let it
+    through); ``/`` and the home directory are refused as roots, as ``cleveragents run``
+    refuses them, and the agent goes on serving."""
+    client = await spawn(WRITE)
+    session = (await client.new_session(workspace))["sessionId"]
+    for method in ("session/load", "session/resume"):
+        reply = await client.raw_request(
+            method, {"sessionId": session + "\n", "cwd": str(workspace), "mcpServers": []}
+        )
+        assert reply["error"]["code"] == JsonRpcCode.INVALID_PARAMS
+    for params in ({"cwd": "/", "mcpServers": []}, {"cwd": str(Path.home()), "mcpServers": []},
+                   {"cwd": str(workspace), "additionalDirectories": ["/"], "mcpServers": []}):  # fmt: skip
+        reply = await client.raw_request("session/new", params)
+        assert reply["error"]["code"] == JsonRpcCode.INVALID_PARAMS
+        assert "refusing" in reply["error"]["message"]
+    assert "sessionId" in await client.new_session(workspace)

@@ -23,7 +23,7 @@ from ..runs import RunRequest, RunService, RunSettings
 from ..tool import CleverAgentsError, JsonRpcCode, ToolSpec
 from ..workspace import BUILTIN_PROFILES, DEFAULT_PROFILE
 from . import _mapping as mp
-from ._params import directory, invalid, mcp_entries
+from ._params import invalid, mcp_entries, root_directory
 from ._rpc import AcpDispatcher
 from ._session import Session, Turn
 from ._store import SessionStore, valid_session_id
@@ -188,12 +188,12 @@ class AcpAgent:
     # -- requests --------------------------------------------------------------------
 
     async def new_session(self, params: dict[str, Any]) -> Any:
-        cwd = directory(params.get("cwd"), "params.cwd")
+        cwd = root_directory(params.get("cwd"), "params.cwd")
         extra_raw = params.get("additionalDirectories") or []
         if not isinstance(extra_raw, list):
             raise invalid("params.additionalDirectories", "expected a list")
         extra = [
-            directory(d, f"params.additionalDirectories[{i}]") for i, d in enumerate(extra_raw)
+            root_directory(d, f"params.additionalDirectories[{i}]") for i, d in enumerate(extra_raw)
         ]
         meta = {
             "sessionId": uuid.uuid4().hex, "cwd": cwd, "additionalDirectories": extra,

@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 from typing import Any
 
 from ..protocol import RpcError, wire
@@ -26,6 +27,19 @@ def directory(value: Any, field: str) -> str:
     if not os.path.isdir(value):
         raise invalid(field, f"{value!r} is not a directory")
     return os.path.realpath(value)
+
+
+def root_directory(value: Any, field: str) -> str:
+    """A directory a session may have as a sandbox root: as :func:`directory`, and never
+    ``/`` or the home directory, which ``cleveragents run`` refuses too: every file under
+    either would be in reach of the model."""
+    path = directory(value, field)
+    if Path(path) in (Path("/"), Path.home().resolve()):
+        raise invalid(
+            field, f"refusing {path} as a session root (every file under it would be in "
+            "reach of the model): open a project folder"
+        )  # fmt: skip
+    return path
 
 
 def mcp_entries(raw: Any) -> list[wire.McpServerEntry]:

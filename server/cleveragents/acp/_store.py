@@ -21,11 +21,11 @@ from ..protocol import dumps
 
 logger = logging.getLogger(__name__)
 
-_ID = re.compile(r"^[A-Za-z0-9_-]{1,128}$")
+_ID = re.compile(r"[A-Za-z0-9_-]{1,128}")
 
 
 def valid_session_id(session_id: object) -> bool:
-    return isinstance(session_id, str) and bool(_ID.match(session_id))
+    return isinstance(session_id, str) and _ID.fullmatch(session_id) is not None  # no "\n" after
 
 
 class SessionStore:
