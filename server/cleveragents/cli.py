@@ -276,6 +276,8 @@ def runs_command(args: argparse.Namespace) -> int:
         print(json_text(result, indent=2))
         return 0
     meta = next(iter(store.events(args.run_id)), {}).get("params", {})
+    if not isinstance(meta, dict):  # a line of the wrong shape reads as none
+        meta = {}
     print("\n".join(show_lines(result, str(meta.get("startedAt", "")),
                                str(meta.get("prompt", "")))))  # fmt: skip
     return 0

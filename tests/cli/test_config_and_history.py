@@ -7,6 +7,9 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 from cleveragents.transcripts import META, TranscriptStore
 from kit.cli import cli, meta, runs
@@ -114,3 +117,33 @@ def test_runs_list_and_show_load_neither_the_daemon_nor_pygls(tmp_path: Path) ->
     assert out.returncode == 0, out.stderr
     assert "past" in out.stdout  # it did list and show the run
     assert out.stdout.splitlines()[-1] == "[]"
+
+
+@pytest.mark.parametrize(
+    "lines",
+    [
+        [{"method": "run/started", "params": [1, 2]},
+         {"method": "run/toolCall", "params": {"record": "x"}},
+         {"method": "run/finished", "params": {"runId": "bad", "seq": 3, "result": "done"}}],
+        [{"method": "run/iteration", "params": {"iteration": "x", "toolCallCount": "y"}},
+         {"method": "run/toolCall", "params": {"record": {"toolName": 5, "success": "yes"}}},
+         {"method": "run/finished", "params": {"result": {"status": 5, "toolCallHistory": "x"}}}],
+    ],
+    ids=["params-a-list-result-a-string", "fields-of-the-wrong-type"],
+)  # fmt: skip
+def test_runs_show_reads_a_type_confused_transcript_as_torn_lines_never_a_traceback(
+    tmp_path: Path, lines: list[dict[str, Any]]
+) -> None:
+    state = tmp_path / "state"
+    (state / "runs").mkdir(parents=True)
+    head = {"method": "$/meta", "params": {"runId": "bad", "prompt": "p", "continueFrom": None,
+                                           "startedAt": "2026-12-03T00:00:00.000+00:00"}}  # fmt: skip
+    (state / "runs" / "bad.jsonl").write_text("".join(json.dumps(x) + "\n" for x in [head, *lines]))
+    for args in (("runs", "show", "bad"), ("runs", "show", "bad", "--json"), ("runs", "list")):
+        done = cli(tmp_path, *args, "--state-dir", str(state))
+        assert "Traceback" not in done.stderr, done.stderr
+        assert done.returncode == 0
+    shown = cli(tmp_path, "runs", "show", "bad", "--json", "--state-dir", str(state))
+    result = json.loads(shown.stdout)
+    assert result["status"] == "failed"  # the result that does not fit is torn: rebuilt
+    assert result["toolCallHistory"] == []

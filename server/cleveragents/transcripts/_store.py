@@ -29,8 +29,9 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from cleveragents.tool import Message
+from cleveragents.tool import Message, ToolCallRecord
 
+from ..protocol import ParamsError, structure, wire
 from ..protocol import methods as m
 from ._conversation import rebuild
 from ._errors import RunInterruptedError, RunNotFoundError, RunStateError
@@ -135,12 +136,12 @@ class TranscriptStore:
         content = ""
         for event in self.events(run_id):
             method, params = event.get("method"), event["params"]
-            if method == m.RUN_FINISHED and isinstance(params.get("result"), dict):
+            if method == m.RUN_FINISHED and _fits(params.get("result"), wire.RunResult):
                 return dict(params["result"])
             if method == META:
                 started_at = str(params.get("startedAt", ""))
-            elif method == m.RUN_TOOL_CALL:
-                records.append(params.get("record"))
+            elif method == m.RUN_TOOL_CALL and _fits(params.get("record"), ToolCallRecord):
+                records.append(params["record"])
             elif method == m.RUN_ITERATION:
                 iterations = max(iterations, int_field(params.get("iteration")))
                 content = str(params.get("content", ""))
@@ -232,3 +233,14 @@ class TranscriptStore:
             "startedAt": entry.started_at, "iterations": entry.iterations,
             "toolCallCount": entry.tools, "active": active,
         }  # fmt: skip
+
+
+def _fits(data: Any, cls: type) -> bool:
+    """Whether a line's value has its wire shape: one that does not (a planted or
+    type-confused transcript) is read as a torn line, skipped, never a traceback."""
+    try:
+        structure(data, cls, root="line")
+    except ParamsError:
+        logger.warning("skipped a transcript line whose %s does not fit its type", cls.__name__)
+        return False
+    return True
