@@ -40,7 +40,7 @@ PUBLIC: dict[str, set[str]] = {
     "cleveragents.llm": {
         "ModelConfigError", "ModelProviderError", "ModelSource", "ModelSpec", "ScriptedModel",
         "create_caller", "parse_model_spec", "resolve_model_spec", "Provider", "get_provider",
-        "providers", "register_provider",
+        "providers", "register_provider", "log_scrubber",
     },
     "cleveragents.protocol": {
         "BY_NAME", "MAX_BODY", "METHODS", "PROTOCOL_VERSION", "RUN_EVENTS", "EventEncoder",

@@ -238,8 +238,13 @@ def _configure_logging(level: str) -> None:
     loggers stay at WARNING."""
     import logging
 
+    from .llm import log_scrubber
+
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    # On the handler, from the first line: every record it writes is scrubbed of secrets
+    # and URL credentials, whichever logger made it (an MCP server's URL, at DEBUG too).
+    handler.addFilter(log_scrubber())
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level)

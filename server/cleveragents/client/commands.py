@@ -39,6 +39,7 @@ from typing import Any
 
 import attrs
 
+from ..llm import log_scrubber
 from ..protocol import RUN_EVENTS
 from ..runs import (
     PermissionPrompt,
@@ -252,6 +253,7 @@ async def _run(options: RunOptions, tools: list[ToolSpec]) -> int:
     for signum in STOP_SIGNALS:
         loop.add_signal_handler(signum, session.on_stop_signal, signum)
     log = _ViewLog(view)
+    log.addFilter(log_scrubber())  # secrets and URL credentials, whatever logger wrote
     logging.getLogger().addHandler(log)
     settings = RunSettings(state_dir=options.state_dir, workspace_folders=(str(options.workspace),))
     service = RunService(settings, tools)

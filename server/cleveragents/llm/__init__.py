@@ -19,6 +19,7 @@ after which ``{"provider": "theirs", "model": "m"}`` and ``theirs:m`` are model 
 """
 
 from ._providers import Provider, get_provider, providers, register_provider
+from ._redact import log_scrubber
 from .errors import ModelConfigError, ModelProviderError
 from .scripted import ScriptedModel
 from .spec import ModelSource, ModelSpec, create_caller, parse_model_spec, resolve_model_spec
@@ -32,6 +33,7 @@ __all__ = [
     "ScriptedModel",
     "create_caller",
     "get_provider",
+    "log_scrubber",
     "parse_model_spec",
     "providers",
     "register_provider",

@@ -147,6 +147,14 @@ class _ScrubRecords(logging.Filter):
 _FILTER = _ScrubRecords()
 _FORMATTER = logging.Formatter()
 
+
+def log_scrubber() -> logging.Filter:
+    """The scrubbing filter, for a process's log handlers: on a handler it sees every
+    record that handler writes, whatever logger made it (an MCP SDK's, the HTTP stack's,
+    ours), from the first line on. Known secrets, URL userinfo and query strings go."""
+    return _FILTER
+
+
 HTTP_STACK = ("httpx2", "httpcore2", "httpx", "httpcore", "h11", "h2")
 """Top-level logger names of the HTTP stack under the SDKs (the SDKs' own are in their
 provider registrations)."""
