@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from pathlib import Path
+import os
 from typing import TYPE_CHECKING, Any
 
 import attrs
@@ -33,7 +33,7 @@ from ..tool import (
     ToolRegistry,
     ToolSpec,
 )
-from ..workspace import resolve_path
+from ..workspace import read_confined_text, resolve_path
 from . import _mapping as mp
 from ._editor_fs import EditorFiles
 
@@ -54,6 +54,18 @@ _READ_LIMIT = 8 * 1024 * 1024
 """Files larger than this are shown without a diff (the text output stands instead)."""
 
 
+@attrs.frozen
+class Before:
+    """The file an edit touches: its real path (shown in the diff), the root and path
+    the tool was given (to read it again, confined, after the edit), and its text before
+    the edit (``None`` for a new file)."""
+
+    real: str
+    root: str
+    path: str
+    text: str | None
+
+
 @attrs.define(eq=False)
 class Turn:
     """One ``session/prompt``: its run and the tool calls still open."""
@@ -61,8 +73,8 @@ class Turn:
     run_id: str
     open_calls: dict[str, dict[str, Any]] = attrs.field(factory=dict)
     """callId -> the tool_call as sent (title, kind, locations, rawInput)."""
-    old_texts: dict[str, tuple[str, str | None]] = attrs.field(factory=dict)
-    """callId -> (absolute path, text before the edit or None for a new file)."""
+    old_texts: dict[str, Before] = attrs.field(factory=dict)
+    """callId -> the file an edit touches, and its text before the edit."""
     status: str | None = None
     """How its run ended, once it did."""
     closed: bool = False
@@ -158,8 +170,10 @@ class Session:
             inputs = query.inputs or {}
             found = await asyncio.to_thread(_file_text, inputs)
             if found is not None:
-                known = self.editor.known(found[0]) if self.editor.writes else None
-                turn.old_texts[query.call_id] = found if known is None else (found[0], known)
+                known = self.editor.known(found.real) if self.editor.writes else None
+                turn.old_texts[query.call_id] = (
+                    found if known is None else attrs.evolve(found, text=known)
+                )
         self._update(turn, query.call_id, {"status": "in_progress"}, log=False)
 
     def _update(self, turn: Turn, call_id: str, fields: dict[str, Any], *, log: bool) -> None:
@@ -175,10 +189,14 @@ class Session:
             content = mp.output_content(name, record.output)
             before = turn.old_texts.pop(call_id, None)
             if before is not None:
-                path, old = before
-                new = self.editor.known(path) if self.editor.writes else _read(path)
+                # Read again as the tools read (no link followed, no FIFO waited on, bounded)
+                new = (
+                    self.editor.known(before.real)
+                    if self.editor.writes
+                    else read_confined_text(before.root, before.path, _READ_LIMIT)
+                )
                 if new is not None:
-                    content = mp.diff_content(path, old, new)
+                    content = mp.diff_content(before.real, before.text, new)
             fields = {"status": "completed", "rawOutput": record.output, "content": content}
         else:
             error = str(record.error or "failed")
@@ -262,9 +280,10 @@ class Session:
         self.store.close(self.id)
 
 
-def _file_text(inputs: dict[str, Any]) -> tuple[str, str | None] | None:
+def _file_text(inputs: dict[str, Any]) -> Before | None:
     """The file an edit will change, confined exactly as the tool confines it, and its
-    text now (None: it does not exist yet); None when it cannot be shown."""
+    text now (``None``: it does not exist yet); ``None`` when it cannot be shown (refused,
+    not a regular file, too big, not text)."""
     path, root = inputs.get("path"), inputs.get("sandbox_root")
     if not isinstance(path, str) or not isinstance(root, str):
         return None
@@ -272,17 +291,7 @@ def _file_text(inputs: dict[str, Any]) -> tuple[str, str | None] | None:
         real = resolve_path(root, path)
     except (CleverAgentsError, OSError, ValueError):
         return None
-    if not Path(real).exists():
-        return str(real), None
-    text = _read(str(real))
-    return None if text is None else (str(real), text)
-
-
-def _read(path: str) -> str | None:
-    try:
-        file = Path(path)
-        if file.stat().st_size > _READ_LIMIT:
-            return None
-        return file.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
-        return None
+    if not os.path.lexists(real):
+        return Before(str(real), root, path, None)
+    text = read_confined_text(root, path, _READ_LIMIT)
+    return None if text is None else Before(str(real), root, path, text)

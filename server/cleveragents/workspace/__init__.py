@@ -32,7 +32,7 @@ import typing
 from ._errors import ProfileError, SandboxViolationError, WorkspaceToolError
 from ._limits import WorkspaceLimits
 from ._pinned import PinnedRoot
-from ._sandbox import resolve_path
+from ._sandbox import read_confined_text, resolve_path
 from .files import file_tools
 from .profiles import (
     BUILTIN_PROFILES,
@@ -66,6 +66,7 @@ __all__ = [
     "file_tools",
     "get_profile",
     "parse_profile",
+    "read_confined_text",
     "resolve_path",
 ]
 

@@ -43,7 +43,7 @@ import os
 import stat
 from pathlib import Path
 
-from cleveragents.tool import JSONValue
+from cleveragents.tool import CleverAgentsError, JSONValue
 
 from ._errors import SandboxViolationError, WorkspaceToolError, show
 from ._pinned import DIRECTORY_FLAGS, O_CLOEXEC, O_NOFOLLOW, O_NONBLOCK, real_root, root_descriptor
@@ -301,3 +301,25 @@ def check_pattern(root: str, pattern: str, *, what: str = "pattern") -> str:
             f"{what} {shown} contains '..', which would reach outside the sandbox root"
         )
     return pattern
+
+
+def read_confined_text(root: str, user_path: str, max_bytes: int) -> str | None:
+    """The UTF-8 text of the file ``user_path`` names inside ``root``, read as the file
+    tools read: resolved and opened beneath the root without following a link, a regular
+    file only (a FIFO swapped in never blocks), at most ``max_bytes``. ``None`` when it
+    cannot be shown: missing, refused, too big or not text (for a face's diff view)."""
+    try:
+        real = resolve_path(root, user_path)
+        fd, info = open_regular(real_root(root), real, os.O_RDONLY, user_path)
+    except (CleverAgentsError, OSError, ValueError):
+        return None
+    with os.fdopen(fd, "rb") as handle:
+        if info.st_size > max_bytes:
+            return None
+        data = handle.read(max_bytes + 1)
+    if len(data) > max_bytes:
+        return None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
