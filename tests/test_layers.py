@@ -31,8 +31,9 @@ ALLOWED: dict[str, set[str]] = {
     "rpc": {"tool", "workspace", "protocol", "mcp", "runs"},
     "daemon": {"tool", "workspace", "llm", "protocol", "mcp", "transcripts", "runs", "rpc"},
     # The terminal is a face of the run service: `cleveragents run` runs the service and
-    # the built-in tools in its own process, as the daemon does (no daemon, no pygls).
-    "client": {"tool", "protocol", "runs", "workspace"},
+    # the built-in tools in its own process, as the daemon does (no daemon, no pygls),
+    # and scrubs its log lines with the model layer's filter.
+    "client": {"tool", "protocol", "runs", "workspace", "llm"},
     "acp": {"tool", "workspace", "llm", "protocol", "mcp", "transcripts", "runs", "rpc"},
 }
 # The providers whose adapters stand on an SDK, as the provider table says.

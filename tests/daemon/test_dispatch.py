@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import attrs
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -227,6 +228,9 @@ def _is_request(body: bytes) -> Any:
     return msg_id
 
 
+# 1,500 examples take ~20 s alone and twice that beside three other workers on 2 cores:
+# more room than the suite's 60 s per test.
+@pytest.mark.timeout(240)
 @settings(max_examples=1500, deadline=None, suppress_health_check=[HealthCheck.too_slow,
           HealthCheck.function_scoped_fixture])  # fmt: skip
 @given(bodies=st.lists(raw_bodies, min_size=1, max_size=6))
@@ -297,6 +301,7 @@ actions = st.one_of(
 )  # fmt: skip
 
 
+@pytest.mark.timeout(240)
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow,
           HealthCheck.function_scoped_fixture])  # fmt: skip
 @given(steps=st.lists(actions, min_size=1, max_size=8))
