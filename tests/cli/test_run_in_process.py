@@ -17,7 +17,7 @@ from cli_kit import kill_matching, processes_with, read_fifo, still_running
 from cleveragents.client.commands import refusal_text
 from cleveragents.runs import RunRequestError
 from cleveragents.transcripts import RunNotFoundError, TranscriptStore
-from kit.cli import COMMAND, clean_env, runs
+from kit.cli import COMMAND, clean_env, runs, spawn_json_run
 from kit.models import call, script_file, shell
 
 
@@ -123,12 +123,7 @@ def _interrupted(
         os.mkfifo(tmp_path / "ready.fifo")
         command = f"echo ready > ready.fifo; {command}"
     model = script_file(tmp_path, {"content": "waiting", "toolCalls": [shell(command)]})
-    process = subprocess.Popen(
-        [*COMMAND, "run", "go", "--json", "--yes", "-m", model,
-         "--state-dir", str(tmp_path / "state")],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=clean_env(tmp_path),
-        cwd=tmp_path,
-    )  # fmt: skip
+    process = spawn_json_run(tmp_path, model)
     try:
         assert process.stdout is not None
         if when == "started":

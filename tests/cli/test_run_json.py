@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from cleveragents.protocol import BY_NAME, structure, unstructure
-from kit.cli import COMMAND, clean_env, runs
+from kit.cli import COMMAND, clean_env, runs, spawn_json_run
 from kit.models import script_file, shell
 
 
@@ -43,12 +43,7 @@ def test_json_lines_are_protocol_notifications_ending_with_run_finished(tmp_path
 
 def test_ctrl_c_still_ends_the_json_with_run_finished_and_exits_130(tmp_path: Path) -> None:
     model = script_file(tmp_path, {"content": "waiting", "toolCalls": [shell("sleep 30")]})
-    process = subprocess.Popen(
-        [*COMMAND, "run", "go", "--json", "--yes", "-m", model,
-         "--state-dir", str(tmp_path / "state")],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=clean_env(tmp_path),
-        cwd=tmp_path,
-    )  # fmt: skip
+    process = spawn_json_run(tmp_path, model)
     try:
         assert process.stdout is not None
         seen = []

@@ -40,3 +40,14 @@ def runs(state: Path) -> list[dict[str, Any]]:
 
 def meta(state: Path, run_id: str) -> dict[str, Any]:
     return next(iter(TranscriptStore(state).events(run_id)))["params"]
+
+
+def spawn_json_run(tmp_path: Path, model: str) -> subprocess.Popen[str]:
+    """``cleveragents run go --json --yes -m MODEL`` in ``tmp_path``, its output piped:
+    for tests that act while the run goes on (a signal, a FIFO)."""
+    return subprocess.Popen(
+        [*COMMAND, "run", "go", "--json", "--yes", "-m", model,
+         "--state-dir", str(tmp_path / "state")],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=clean_env(tmp_path),
+        cwd=tmp_path,
+    )  # fmt: skip

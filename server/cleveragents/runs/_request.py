@@ -15,7 +15,7 @@ import attrs
 
 from ..llm.spec import ModelSpec
 from ..mcp import McpServerConfig
-from ..tool import LLMCaller, PermissionOutcome, PermissionQuery
+from ..tool import LLMCaller, PermissionOutcome, PermissionQuery, ToolRegistry
 
 AskUser = Callable[[PermissionQuery, str], Awaitable[PermissionOutcome | str]]
 """Asks the user about a call the profile says to ask about (the query and why)."""
@@ -48,7 +48,7 @@ class RunRequest:
     """A finished run whose conversation this one continues."""
     mcp_servers: Sequence[McpServerConfig] = ()
     """MCP servers for this run alone, started before its first iteration."""
-    registry: Any = None
+    registry: ToolRegistry | None = None
     """A ``ToolRegistry`` the run's tools stand on instead of the service's shared one
     (a face's own layer over it, e.g. an ACP session's tools)."""
     ask: AskUser | None = None
