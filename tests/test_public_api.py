@@ -17,7 +17,8 @@ PUBLIC: dict[str, set[str]] = {
         "DEFAULT_MAX_ITERATIONS", "PERMISSION_OUTCOMES", "RESERVED_INPUT_KEYS",
         "TOOL_NAME_PATTERN", "AllowAll", "CancelToken", "CleverAgentsError", "Decision",
         "DuplicateToolError", "EventSink", "InvalidToolNameError", "IterationFinished",
-        "IterationStarted", "MessageDelta", "RunError", "RunEvent", "RunFinished", "RunResult",
+        "IterationStarted", "MessageDelta", "ReasoningDelta", "AssistantMessage", "Reasoning",
+        "ProviderState", "RunError", "RunEvent", "RunFinished", "RunResult",
         "RunStarted", "RunStatus", "ToolCallFinished", "ToolCallStarted",
         "JSONValue", "JsonRpcCode", "LLMCaller", "LLMRequest", "LLMResponse", "Message",
         "NullEventSink", "PermissionOutcome", "PermissionQuery", "ProviderFormat",
@@ -32,13 +33,13 @@ PUBLIC: dict[str, set[str]] = {
     },
     "cleveragents.workspace": {
         "BUILTIN_PROFILES", "BWRAP_ENV", "DEFAULT_PROFILE", "AskCallback", "AutomationProfile",
-        "Confinement", "PinnedRoot", "ProfileError", "ProfilePolicy", "SandboxViolationError",
+        "Confinement", "GitIgnore", "PinnedRoot", "ProfileError", "ProfilePolicy", "SandboxViolationError",
         "ShellTool", "WorkspaceLimits", "WorkspaceToolError", "builtin_tools", "file_tools",
         "get_profile",
         "parse_profile", "read_confined_text", "resolve_path",
     },
     "cleveragents.llm": {
-        "ModelConfigError", "ModelProviderError", "ModelSource", "ModelSpec", "ScriptedModel",
+        "ModelConfigError", "ModelProviderError", "ModelSource", "ModelSpec", "ReasoningSettings", "ScriptedModel",
         "create_caller", "parse_model_spec", "resolve_model_spec", "Provider", "get_provider",
         "providers", "register_provider", "log_scrubber",
     },
@@ -67,6 +68,10 @@ PUBLIC: dict[str, set[str]] = {
         "Client", "DaemonConnection", "DaemonStartError", "RpcError",
     },
     "cleveragents.acp": {"AcpAgent", "create_agent", "serve"},
+    "cleveragents.checkpoints": {
+        "Checkpoint", "CheckpointError", "CheckpointNotFoundError", "CheckpointSettings",
+        "CheckpointStore", "DiffResult", "FileChange", "Note", "PruneResult", "RestoreResult",
+    },
     "cleveragents.runs": {
         "COLLECTOR", "DEFAULT_MAX_ITERATIONS", "DEFAULT_MAX_TOOL_OUTPUT_BYTES",
         "MAX_TOOL_OUTPUT_BYTES", "AskUser", "CapabilityError", "CollectorPolicy",

@@ -27,8 +27,7 @@ from pytest_lsp.client import register_lsp_features
 
 from cleveragents.protocol import methods as m
 
-RUN_EVENTS = (m.RUN_STARTED, m.RUN_MESSAGE_DELTA, m.RUN_TOOL_CALL_STARTED, m.RUN_TOOL_CALL,
-              m.RUN_ITERATION, m.RUN_FINISHED)  # fmt: skip
+RUN_EVENTS = tuple(method.name for method in m.RUN_EVENTS.values())
 
 SERVE = [sys.executable, "-m", "cleveragents", "serve"]
 

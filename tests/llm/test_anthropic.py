@@ -81,6 +81,7 @@ async def test_streams_text_and_tool_input_split_mid_json_with_usage(
         tool_calls=[ToolCall("toolu_1", "builtin/file-read", {"path": "a.txt"})],
         usage=Usage(120, 31),
         stop_reason="tool_use",
+        origin="anthropic:claude-test",
     )
     [sent] = server.requests
     assert sent.path == "/v1/messages"

@@ -69,6 +69,7 @@ async def test_streams_text_and_tool_calls_split_mid_json_with_usage(
         tool_calls=[ToolCall("call_1", "builtin/file-read", {"path": "a.txt"})],
         usage=Usage(42, 17),
         stop_reason="tool_calls",
+        origin="openai:gpt-test",
     )
     [sent] = server.requests
     assert sent.path == "/v1/chat/completions"

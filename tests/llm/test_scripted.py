@@ -10,7 +10,15 @@ import pytest
 
 from cleveragents.llm.errors import ModelConfigError
 from cleveragents.llm.scripted import ScriptedModel
-from cleveragents.tool import CancelToken, LLMRequest, LLMResponse, ToolActorContext, ToolCall
+from cleveragents.tool import (
+    CancelToken,
+    LLMRequest,
+    LLMResponse,
+    Reasoning,
+    ToolActorContext,
+    ToolCall,
+    Usage,
+)
 
 
 def ask(model: ScriptedModel, iteration: int, deltas: list[str] | None = None) -> LLMResponse:
@@ -62,9 +70,28 @@ def test_a_bad_file_is_an_error_that_names_it(tmp_path: Path, text: str | None, 
         ([{"contents": "typo"}], "unknown field 'contents'"),
         ([{"toolCalls": [{"arguments": {}}]}], "toolCalls[0] needs a string 'name'"),
         ([{"toolCalls": [{"name": "t", "arguments": [1]}]}], "arguments must be a JSON object"),
+        ([{"reasoning": ["x"]}], "reasoning must be a string"),
+        ([{"usage": {"inputTokens": 1}}], "usage needs 'outputTokens'"),
+        ([{"usage": {"inputTokens": 1, "outputTokens": -1}}], "'outputTokens' must be a whole"),
+        ([{"usage": {"inputTokens": 1, "outputTokens": 1, "cached": 1}}], "unknown field 'cached'"),
     ],
 )
 def test_malformed_turns_are_refused_with_the_place(turns: Any, words: str) -> None:
     with pytest.raises(ModelConfigError) as info:
         ScriptedModel(turns)
     assert words in info.value.message
+
+
+def test_a_turns_reasoning_streams_before_its_content_and_its_usage_is_reported() -> None:
+    said: list[tuple[str, str]] = []
+    model = ScriptedModel([{"reasoning": "think", "content": "say",
+                            "usage": {"inputTokens": 9, "outputTokens": 2, "cacheReadTokens": 4}}])  # fmt: skip
+    request = LLMRequest(
+        [], (), 1, ToolActorContext(), CancelToken(),
+        lambda text: said.append(("text", text)), lambda text: said.append(("reasoning", text)),
+    )  # fmt: skip
+    response = model(request)
+    assert said == [("reasoning", "think"), ("text", "say")]
+    assert response.reasoning == [Reasoning("think")]
+    assert response.usage == Usage(9, 2, 4)
+    assert model(request).usage is not response.usage  # each answer has its own object

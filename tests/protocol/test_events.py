@@ -15,6 +15,7 @@ from cleveragents.tool import (
     IterationFinished,
     IterationStarted,
     MessageDelta,
+    ReasoningDelta,
     RunError,
     RunEvent,
     RunFinished,
@@ -29,18 +30,20 @@ from cleveragents.tool import (
 RECORD = ToolCallRecord("t/x", {"a": 1}, {"ok": True}, 1.5, True, None, 2, "c1", None)
 SAMPLES: list[RunEvent] = [
     RunStarted("/ws", 25, ["t/x"], run_id="r", seq=1),
+    ReasoningDelta(2, "hmm, t/x", run_id="r", seq=2),
     MessageDelta(2, "héllo", run_id="r", seq=2),
     ToolCallStarted(2, "c1", "t/x", {"a": [1, None]}, run_id="r", seq=3),
     ToolCallFinished(RECORD, run_id="r", seq=4),
     IterationFinished(2, "text", 1, 3.25, Usage(10, 4), run_id="r", seq=5),
+    IterationFinished(2, "text", 1, 3.25, Usage(10, 4, 8, 0, 3), run_id="r", seq=5),
     IterationFinished(3, "", 0, 0.5, None, run_id="r", seq=6),
 ]
 
 
 def test_every_core_run_event_but_iteration_started_has_its_notification() -> None:
     assert set(RUN_EVENTS) == {
-        RunStarted, MessageDelta, ToolCallStarted, ToolCallFinished, IterationFinished,
-        RunFinished,
+        RunStarted, ReasoningDelta, MessageDelta, ToolCallStarted, ToolCallFinished,
+        IterationFinished, RunFinished,
     }  # fmt: skip
     assert wire_notification(IterationStarted(1)) is None
     assert EventEncoder().encode(IterationStarted(1)) is None
@@ -53,9 +56,14 @@ def test_the_encoded_text_is_the_wire_class_s_own_json() -> None:
         assert found is not None
         method, notification = found
         assert encoder.encode(event) == (method, dumps(unstructure(notification)))
-    finished = json.loads(encoder.encode(SAMPLES[4])[1])  # type: ignore[index]
-    assert finished["usage"] == {"inputTokens": 10, "outputTokens": 4}
-    assert "usage" not in json.loads(encoder.encode(SAMPLES[5])[1])  # type: ignore[index]
+    finished = json.loads(encoder.encode(SAMPLES[5])[1])  # type: ignore[index]
+    assert finished["usage"] == {"inputTokens": 10, "outputTokens": 4}  # unknown counts absent
+    cached = json.loads(encoder.encode(SAMPLES[6])[1])  # type: ignore[index]
+    assert cached["usage"] == {
+        "inputTokens": 10, "outputTokens": 4, "cacheReadTokens": 8, "cacheWriteTokens": 0,
+        "reasoningTokens": 3,
+    }  # fmt: skip
+    assert "usage" not in json.loads(encoder.encode(SAMPLES[7])[1])  # type: ignore[index]
 
 
 @given(

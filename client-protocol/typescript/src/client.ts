@@ -48,6 +48,7 @@ import {
   type LlmGenerateParams,
   type LlmGenerateResult,
   type MessageDeltaNotification,
+  type ReasoningDeltaNotification,
   Methods,
   type PermissionOutcome,
   type PermissionRequestParams,
@@ -168,6 +169,9 @@ export class CleverAgentsClient implements Disposable {
   readonly onEvent: Event<RunEvent> = this.events.any.event;
   /** `run/started`: the daemon has started a run (also one started by `run()`). */
   readonly onDidStartRun: Event<RunStartedNotification> = this.events.runStarted.event;
+  /** `run/reasoningDelta`: the model streamed reasoning (before or between its text). */
+  readonly onDidReceiveReasoningDelta: Event<ReasoningDeltaNotification> =
+    this.events.reasoningDelta.event;
   /** `run/messageDelta`: the model streamed text. */
   readonly onDidReceiveMessageDelta: Event<MessageDeltaNotification> =
     this.events.messageDelta.event;

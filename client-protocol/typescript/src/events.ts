@@ -11,6 +11,7 @@ import { type Disposable, Emitter } from "vscode-jsonrpc/node";
 import {
   type IterationNotification,
   type MessageDeltaNotification,
+  type ReasoningDeltaNotification,
   Methods,
   type NotificationParams,
   type RunFinishedNotification,
@@ -72,6 +73,7 @@ export interface DaemonExit {
 export class ClientEvents implements Disposable {
   readonly any = new Emitter<RunEvent>();
   readonly runStarted = new Emitter<RunStartedNotification>();
+  readonly reasoningDelta = new Emitter<ReasoningDeltaNotification>();
   readonly messageDelta = new Emitter<MessageDeltaNotification>();
   readonly toolCallStarted = new Emitter<ToolCallStartedNotification>();
   readonly toolCall = new Emitter<ToolCallNotification>();
@@ -86,6 +88,9 @@ export class ClientEvents implements Disposable {
     switch (event.method) {
       case Methods.RUN_STARTED:
         this.runStarted.fire(event.params);
+        break;
+      case Methods.RUN_REASONING_DELTA:
+        this.reasoningDelta.fire(event.params);
         break;
       case Methods.RUN_MESSAGE_DELTA:
         this.messageDelta.fire(event.params);
@@ -110,7 +115,7 @@ export class ClientEvents implements Disposable {
 
   dispose(): void {
     for (const emitter of [
-      this.any, this.runStarted, this.messageDelta, this.toolCallStarted, this.toolCall,
+      this.any, this.runStarted, this.reasoningDelta, this.messageDelta, this.toolCallStarted, this.toolCall,
       this.iteration, this.runFinished, this.toolsChanged, this.progress, this.exit,
     ]) {
       emitter.dispose();

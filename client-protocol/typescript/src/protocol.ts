@@ -195,6 +195,14 @@ export interface PermissionRequestResult {
   outcome: PermissionOutcome;
 }
 
+/** Params of `run/reasoningDelta`. */
+export interface ReasoningDeltaNotification {
+  runId: string;
+  seq: number;
+  iteration: number;
+  text: string;
+}
+
 /** Params of `tools/register`. */
 export interface RegisterToolsParams {
   tools: ToolDefinition[];
@@ -366,6 +374,9 @@ export interface UnregisterToolsResult {
 export interface UsageWire {
   inputTokens: number;
   outputTokens: number;
+  cacheReadTokens?: number;
+  cacheWriteTokens?: number;
+  reasoningTokens?: number;
 }
 
 /** A conversation message in neutral form, as `llm/generate` carries it. */
@@ -414,6 +425,8 @@ export const Methods = {
   MCP_SERVERS: "mcp/servers",
   /** notification, daemon->client: The run began. */
   RUN_STARTED: "run/started",
+  /** notification, daemon->client: The model streamed reasoning. */
+  RUN_REASONING_DELTA: "run/reasoningDelta",
   /** notification, daemon->client: The model streamed text. */
   RUN_MESSAGE_DELTA: "run/messageDelta",
   /** notification, daemon->client: A tool is about to execute. */
@@ -465,6 +478,7 @@ export type ClientNotificationMethod =
 /** Notifications the daemon sends to the client. */
 export type DaemonNotificationMethod =
   | "run/started"
+  | "run/reasoningDelta"
   | "run/messageDelta"
   | "run/toolCallStarted"
   | "run/toolCall"
@@ -475,6 +489,7 @@ export type DaemonNotificationMethod =
 /** The notifications of one run: each carries runId and seq. */
 export type RunNotificationMethod =
   | "run/started"
+  | "run/reasoningDelta"
   | "run/messageDelta"
   | "run/toolCallStarted"
   | "run/toolCall"
@@ -484,6 +499,7 @@ export type RunNotificationMethod =
 /** Every run notification, in the table's order (from the core's run events). */
 export const RUN_NOTIFICATION_METHODS: readonly RunNotificationMethod[] = [
   "run/started",
+  "run/reasoningDelta",
   "run/messageDelta",
   "run/toolCallStarted",
   "run/toolCall",
@@ -528,6 +544,7 @@ export interface RequestResults {
 /** The params of every notification, by method name. */
 export interface NotificationParams {
   "run/started": RunStartedNotification;
+  "run/reasoningDelta": ReasoningDeltaNotification;
   "run/messageDelta": MessageDeltaNotification;
   "run/toolCallStarted": ToolCallStartedNotification;
   "run/toolCall": ToolCallNotification;

@@ -10,6 +10,8 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 
+import attrs
+
 from ..llm.errors import ModelProviderError
 from ..protocol import ParamsError, wire
 from ..protocol import methods as m
@@ -72,5 +74,5 @@ class ClientModel:
         return LLMResponse(
             result.content,
             [ToolCall(c.id, c.name, dict(c.arguments)) for c in result.tool_calls],
-            Usage(usage.input_tokens, usage.output_tokens) if usage is not None else None,
+            None if usage is None else Usage(**attrs.asdict(usage)),
         )

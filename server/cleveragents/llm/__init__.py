@@ -22,7 +22,14 @@ from ._providers import Provider, get_provider, providers, register_provider
 from ._redact import log_scrubber
 from .errors import ModelConfigError, ModelProviderError
 from .scripted import ScriptedModel
-from .spec import ModelSource, ModelSpec, create_caller, parse_model_spec, resolve_model_spec
+from .spec import (
+    ModelSource,
+    ModelSpec,
+    ReasoningSettings,
+    create_caller,
+    parse_model_spec,
+    resolve_model_spec,
+)
 
 __all__ = [
     "ModelConfigError",
@@ -30,6 +37,7 @@ __all__ = [
     "ModelSource",
     "ModelSpec",
     "Provider",
+    "ReasoningSettings",
     "ScriptedModel",
     "create_caller",
     "get_provider",

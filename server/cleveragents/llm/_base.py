@@ -83,7 +83,7 @@ class SdkCaller(ABC):
                 "or give a baseUrl for a server that needs none"
             )
         guard_logs()  # the SDK, and the HTTP stack under it, are imported by now
-        self._router = ToolCallRouter(provider.codec)
+        self._router = ToolCallRouter(provider.codec, origin=spec.describe())
         self._policy = RetryPolicy(spec.max_retries, base_delay_s, max_delay_s, max_retry_after_s)
         self._sleep = sleep
         self._clients = ClientPool(self._new_client, self._close_client)
@@ -153,6 +153,7 @@ class SdkCaller(ABC):
             lambda: self._open_stream(client, body),
             start=lambda: self._router.stream(iteration=request.iteration),
             on_delta=request.on_delta,
+            on_reasoning=request.on_reasoning,
             policy=self._policy,
             classify=functools.partial(self._classify, secrets=secrets),
             label=self.spec.describe(),

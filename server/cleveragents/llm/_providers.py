@@ -110,6 +110,10 @@ class Provider:
     codec: str | None = None
     adapter: Adapter | None = attrs.field(default=None, eq=False)
     base_url: str | None = None
+    apis: tuple[tuple[str, str], ...] = ()
+    """The APIs of the provider's family, each to the registration that serves it:
+    ``(("chat", "openai"), ("responses", "openai-responses"))``. A spec's ``api``
+    picks one; empty when there is only one API."""
     shared: bool = True
     """Whether one caller serves every run of a spec (an HTTP client and its connection
     pool); ``False``: a caller is built per run (the scripted model rereads its file)."""

@@ -137,6 +137,8 @@ class Accumulator(Protocol):
 
     def feed(self, chunk: Mapping[str, Any], /) -> str: ...
 
+    def take_reasoning(self) -> str: ...
+
     def result(self) -> LLMResponse: ...
 
 
@@ -145,6 +147,7 @@ async def stream_with_retries(
     *,
     start: Callable[[], Accumulator],
     on_delta: Callable[[str], None],
+    on_reasoning: Callable[[str], None] = lambda text: None,
     policy: RetryPolicy,
     classify: Callable[[BaseException], Failure | None],
     label: str,
@@ -154,9 +157,10 @@ async def stream_with_retries(
     """One streamed model call with retries: ``open_stream`` returns an SDK stream of
     items, fed as dicts (``as_chunk``) to a fresh accumulator from ``start`` per attempt.
 
-    Text goes to ``on_delta`` as it arrives; once some has, a failure is final, since a
-    retry would report that text twice. A stream that closes without a stop reason is a
-    failure too: a silently truncated answer is worse than an error.
+    Text goes to ``on_delta`` as it arrives, reasoning to ``on_reasoning``; once either
+    has, a failure is final, since a retry would report that text twice. A stream that
+    closes without a stop reason is a failure too: a silently truncated answer is worse
+    than an error.
     """
     streamed = False
 
@@ -167,6 +171,10 @@ async def stream_with_retries(
         async with stream:
             async for item in stream:
                 text = accumulator.feed(as_chunk(item))
+                thought = accumulator.take_reasoning()
+                if thought:
+                    streamed = True
+                    on_reasoning(thought)
                 if text:
                     streamed = True
                     on_delta(text)

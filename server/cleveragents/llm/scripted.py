@@ -1,8 +1,11 @@
 """The scripted model: a deterministic ``LLMCaller`` that replays a list of turns.
 
 It is the embedded default for tests, demos and client authors: no key, no network.
-Each turn is ``{"content"?: str, "toolCalls"?: [{"name", "arguments", "id"?}]}``
-(``tool_calls`` is accepted too). When the script runs out, its last turn repeats.
+Each turn is ``{"reasoning"?: str, "content"?: str, "toolCalls"?: [{"name",
+"arguments", "id"?}], "usage"?: {"inputTokens", "outputTokens", "cacheReadTokens"?,
+"cacheWriteTokens"?, "reasoningTokens"?}}`` (``tool_calls`` is accepted too). A turn's
+reasoning streams as reasoning before its content; its usage is reported as given. When
+the script runs out, its last turn repeats.
 """
 
 from __future__ import annotations
@@ -12,7 +15,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from cleveragents.tool import LLMRequest, LLMResponse, ToolCall
+import attrs
+
+from cleveragents.tool import LLMRequest, LLMResponse, Reasoning, ToolCall, Usage
 
 from .errors import ModelConfigError
 
@@ -46,31 +51,74 @@ class ScriptedModel:
         return len(self._turns)
 
     def __call__(self, request: LLMRequest) -> LLMResponse:
-        content, calls = self._turns[min(request.iteration, len(self._turns)) - 1]
-        if content:
-            request.on_delta(content)
+        turn = self._turns[min(request.iteration, len(self._turns)) - 1]
+        if turn.reasoning:
+            request.on_reasoning(turn.reasoning)
+        if turn.content:
+            request.on_delta(turn.content)
         return LLMResponse(
-            content,
+            turn.content,
             [
                 ToolCall(call_id or f"call_{request.iteration}_{index}", name, dict(arguments))
-                for index, (call_id, name, arguments) in enumerate(calls)
+                for index, (call_id, name, arguments) in enumerate(turn.calls)
             ],
+            usage=attrs.evolve(turn.usage) if turn.usage is not None else None,
+            reasoning=[Reasoning(turn.reasoning)] if turn.reasoning else [],
         )
 
 
-_Turn = tuple[str, tuple[tuple[str | None, str, Mapping[str, Any]], ...]]
+@attrs.frozen
+class _Turn:
+    content: str
+    calls: tuple[tuple[str | None, str, Mapping[str, Any]], ...]
+    reasoning: str = ""
+    usage: Usage | None = None
+
+
+_USAGE_FIELDS = {
+    "inputTokens": "input_tokens",
+    "outputTokens": "output_tokens",
+    "cacheReadTokens": "cache_read_tokens",
+    "cacheWriteTokens": "cache_write_tokens",
+    "reasoningTokens": "reasoning_tokens",
+}
+_REQUIRED_USAGE = ("inputTokens", "outputTokens")
+
+
+def _parse_usage(raw: object, where: str) -> Usage | None:
+    if raw is None:
+        return None
+    if not isinstance(raw, Mapping):
+        raise ModelConfigError(f"{where}: usage must be an object")
+    unknown = sorted(set(raw) - set(_USAGE_FIELDS))
+    if unknown:
+        raise ModelConfigError(f"{where}: usage has unknown field {unknown[0]!r}")
+    counts: dict[str, int] = {}
+    for key, name in _USAGE_FIELDS.items():
+        value = raw.get(key)
+        if value is None:
+            if key in _REQUIRED_USAGE:
+                raise ModelConfigError(f"{where}: usage needs {key!r}")
+            continue
+        if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+            raise ModelConfigError(f"{where}: usage {key!r} must be a whole number >= 0")
+        counts[name] = value
+    return Usage(**counts)
 
 
 def _parse_turn(turn: object, index: int) -> _Turn:
     where = f"scripted turn {index}"
     if not isinstance(turn, Mapping):
         raise ModelConfigError(f"{where} must be an object")
-    unknown = set(turn) - {"content", "toolCalls", "tool_calls"}
+    unknown = set(turn) - {"content", "toolCalls", "tool_calls", "reasoning", "usage"}
     if unknown:
         raise ModelConfigError(f"{where} has unknown field {sorted(unknown)[0]!r}")
     content = turn.get("content") or ""
     if not isinstance(content, str):
         raise ModelConfigError(f"{where}: content must be a string")
+    reasoning = turn.get("reasoning") or ""
+    if not isinstance(reasoning, str):
+        raise ModelConfigError(f"{where}: reasoning must be a string")
     raw_calls = turn.get("toolCalls", turn.get("tool_calls")) or []
     if not isinstance(raw_calls, list):
         raise ModelConfigError(f"{where}: toolCalls must be a list")
@@ -86,4 +134,4 @@ def _parse_turn(turn: object, index: int) -> _Turn:
         if call_id is not None and not isinstance(call_id, str):
             raise ModelConfigError(f"{at}: id must be a string")
         calls.append((call_id, call["name"], arguments))
-    return content, tuple(calls)
+    return _Turn(content, tuple(calls), reasoning, _parse_usage(turn.get("usage"), where))

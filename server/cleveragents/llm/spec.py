@@ -28,9 +28,12 @@ ModelSource: TypeAlias = str
 MODEL_ENV_VAR = "CLEVERAGENTS_MODEL"
 
 _OBJECT_FORM = (
-    "{provider, model?, baseUrl?, apiKeyEnv?, script?, path?, maxTokens?, temperature?, "
-    "timeoutMs?, maxRetries?}"
+    "{provider, model?, api?, baseUrl?, apiKeyEnv?, script?, path?, maxTokens?, temperature?, "
+    "timeoutMs?, maxRetries?, reasoning?, cache?}"
 )
+REASONING_EFFORTS = ("minimal", "low", "medium", "high")
+"""The neutral reasoning levels; each adapter maps them to its provider's own knob."""
+_REASONING_KEYS = {"effort", "budgetTokens", "summary"}
 _LISTED_FIRST = {"model": 0, "script": 1, "nothing": 2}
 
 
@@ -60,6 +63,18 @@ def how_to_set_a_model() -> str:
 
 
 @attrs.define(slots=True, frozen=True)
+class ReasoningSettings:
+    """How much the model should reason (``reasoning`` in a spec): a level, a token
+    budget, and whether to stream a readable summary of it. Each adapter maps these to
+    its provider's own fields (docs/models.md, "Reasoning"); a model that refuses a
+    setting fails the run with the provider's message."""
+
+    effort: str | None = None
+    budget_tokens: int | None = None
+    summary: bool = False
+
+
+@attrs.define(slots=True, frozen=True)
 class ModelSpec:
     """A parsed model spec. ``provider`` is a registered provider's name; ``script``
     holds inline scripted turns (object form)."""
@@ -74,6 +89,11 @@ class ModelSpec:
     temperature: float | None = None
     timeout_s: float = 60.0
     max_retries: int = 3
+    reasoning: ReasoningSettings | None = None
+    """``None``: the request carries no reasoning field at all (as before they existed)."""
+    cache: bool = True
+    """Whether the adapter marks prompt-cache breakpoints where its provider needs them
+    (Anthropic); providers that cache on their own are not affected."""
 
     def api_key(self) -> str | None:
         """The API key from the environment; never stored in the spec itself.
@@ -125,6 +145,9 @@ _OBJECT_KEYS = {
     "temperature",
     "timeoutMs",
     "maxRetries",
+    "api",
+    "reasoning",
+    "cache",
 }
 
 
@@ -166,6 +189,9 @@ def _parse_object(obj: Mapping[str, Any]) -> ModelSpec:
     provider = find_provider(name)
     if provider is None:
         raise ModelConfigError(f"unknown model provider {name!r}: {accepted_forms()}")
+    api = obj.get("api")
+    if api is not None:
+        provider = _api_provider(provider, api)
 
     def opt(key: str, kind: type | tuple[type, ...]) -> Any:
         val = obj.get(key)
@@ -188,6 +214,9 @@ def _parse_object(obj: Mapping[str, Any]) -> ModelSpec:
         )
     timeout_ms = opt("timeoutMs", (int, float))
     max_retries = opt("maxRetries", int)
+    cache = obj.get("cache", True)
+    if not isinstance(cache, bool):
+        raise ModelConfigError("model spec field 'cache' must be true or false")
     return ModelSpec(
         provider.name,
         model=model,
@@ -199,7 +228,50 @@ def _parse_object(obj: Mapping[str, Any]) -> ModelSpec:
         temperature=opt("temperature", (int, float)),
         timeout_s=timeout_ms / 1000 if timeout_ms else 60.0,
         max_retries=max_retries if max_retries is not None else 3,
+        reasoning=_reasoning(obj.get("reasoning")),
+        cache=cache,
     )
+
+
+def _api_provider(provider: Provider, api: object) -> Provider:
+    """The registration that serves ``api`` of a provider's family (``openai`` with
+    ``api: "responses"``); a provider with one API takes none."""
+    apis = dict(provider.apis)
+    if not isinstance(api, str) or api not in apis:
+        known = ", ".join(repr(a) for a in apis)
+        offer = f": its APIs are {known}" if apis else ": it has only one"
+        raise ModelConfigError(f"model provider {provider.name!r} has no API {api!r}{offer}")
+    return get_provider(apis[api])
+
+
+def _reasoning(raw: object) -> ReasoningSettings | None:
+    """``reasoning`` of an object spec; errors name the field and what it takes."""
+    if raw is None:
+        return None
+    if not isinstance(raw, Mapping):
+        raise ModelConfigError(
+            "model spec field 'reasoning' must be an object {effort?, budgetTokens?, summary?}"
+        )
+    unknown = sorted(set(raw) - _REASONING_KEYS)
+    if unknown:
+        raise ModelConfigError(
+            f"unknown field {unknown[0]!r} in the model spec's 'reasoning': "
+            "it takes effort, budgetTokens and summary"
+        )
+    effort = raw.get("effort")
+    if effort is not None and effort not in REASONING_EFFORTS:
+        raise ModelConfigError(
+            f"reasoning effort {effort!r} is not one of {', '.join(REASONING_EFFORTS)}"
+        )
+    budget = raw.get("budgetTokens")
+    if budget is not None and (
+        not isinstance(budget, int) or isinstance(budget, bool) or budget < 1
+    ):
+        raise ModelConfigError("reasoning budgetTokens must be a positive integer")
+    summary = raw.get("summary", False)
+    if not isinstance(summary, bool):
+        raise ModelConfigError("reasoning summary must be true or false")
+    return ReasoningSettings(effort, budget, summary)
 
 
 def resolve_model_spec(*candidates: object) -> ModelSpec:

@@ -29,7 +29,12 @@ logger = logging.getLogger(__name__)
 
 
 def usage_wire(usage: Usage | None) -> t.UsageWire | None:
-    return None if usage is None else t.UsageWire(usage.input_tokens, usage.output_tokens)
+    if usage is None:
+        return None
+    return t.UsageWire(
+        usage.input_tokens, usage.output_tokens, usage.cache_read_tokens,
+        usage.cache_write_tokens, usage.reasoning_tokens,
+    )  # fmt: skip
 
 
 def result_wire(result: RunResult) -> t.RunResult:

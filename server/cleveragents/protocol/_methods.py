@@ -15,6 +15,7 @@ import attrs
 from ..tool import (
     IterationFinished,
     MessageDelta,
+    ReasoningDelta,
     RunFinished,
     RunStarted,
     ToolCallFinished,
@@ -39,6 +40,7 @@ MCP_SERVERS = "mcp/servers"
 _BY_EVENT: dict[type, str] = {n.event: n.method for n in t.RUN_NOTIFICATIONS}
 RUN_STARTED = _BY_EVENT[RunStarted]
 RUN_MESSAGE_DELTA = _BY_EVENT[MessageDelta]
+RUN_REASONING_DELTA = _BY_EVENT[ReasoningDelta]
 RUN_TOOL_CALL_STARTED = _BY_EVENT[ToolCallStarted]
 RUN_TOOL_CALL = _BY_EVENT[ToolCallFinished]
 RUN_ITERATION = _BY_EVENT[IterationFinished]

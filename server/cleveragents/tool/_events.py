@@ -4,7 +4,10 @@ go to.
     RunEvent                 (base: run_id and seq, set by the run service)
     ├── RunStarted           the run began (emitted by the run service)
     ├── IterationStarted     an LLM call is about to be made (not sent on any wire)
+    ├── ReasoningDelta       the model streamed reasoning
     ├── MessageDelta         the model streamed text
+    ├── AssistantMessage     the model's message carries reasoning or provider state
+                             (kept in transcripts, not sent on any wire)
     ├── ToolCallStarted      a tool is about to execute
     ├── ToolCallFinished     a tool call ended, whatever the outcome
     ├── IterationFinished    an iteration ended, its tools included
@@ -27,7 +30,7 @@ from typing import Literal
 
 import attrs
 
-from ._types import ToolCallRecord, Usage
+from ._types import Message, ToolCallRecord, Usage
 
 RunStatus = Literal["completed", "limit", "cancelled", "failed"]
 
@@ -59,6 +62,24 @@ class MessageDelta(RunEvent):
     iteration: int
     text: str
     """A fragment of the iteration's text, never empty."""
+
+
+@attrs.define(slots=True, eq=False)
+class ReasoningDelta(RunEvent):
+    iteration: int
+    text: str
+    """A fragment of the iteration's reasoning, never empty."""
+
+
+@attrs.define(slots=True, eq=False)
+class AssistantMessage(RunEvent):
+    """An iteration's assistant message that holds reasoning or provider state: what a
+    later request must send back, so a transcript keeps it (``continueFrom``). Emitted
+    after the response, before its tools run; not a notification (it is large, and of
+    no use to a client)."""
+
+    iteration: int
+    message: Message
 
 
 @attrs.define(slots=True, eq=False)

@@ -15,10 +15,12 @@ from collections.abc import Sequence
 from ._call import OnRecord, output_text
 from ._cancel import CancelToken
 from ._events import (
+    AssistantMessage,
     EventSink,
     IterationFinished,
     IterationStarted,
     MessageDelta,
+    ReasoningDelta,
     ToolCallFinished,
     ToolCallStarted,
 )
@@ -33,6 +35,7 @@ from ._types import (
     ToolCallRecord,
     ToolCallRunResult,
     Usage,
+    ignore_reasoning,
 )
 
 _perf = time.perf_counter
@@ -124,14 +127,23 @@ class LoopState:
         # The bound method is made per request, not kept on self: kept, it would make the
         # state a reference cycle, and a finished run's whole history would wait for a
         # full garbage collection instead of being freed when the run lets go of it.
+        if self.emit:
+            return LLMRequest(
+                self.messages, schemas, iteration, self.context, self.cancel,
+                self._on_delta, self._on_reasoning,
+            )  # fmt: skip
         return LLMRequest(
             self.messages, schemas, iteration, self.context, self.cancel,
-            self._on_delta if self.emit else _ignore_delta,
+            _ignore_delta, ignore_reasoning,
         )  # fmt: skip
 
     def _on_delta(self, text: str) -> None:
         if text:
             self.sink.on_event(MessageDelta(self.iteration, text))
+
+    def _on_reasoning(self, text: str) -> None:
+        if text:
+            self.sink.on_event(ReasoningDelta(self.iteration, text))
 
     def take_response(self, response: object) -> list[ToolCall]:
         if response.__class__ is not LLMResponse and not isinstance(response, LLMResponse):
@@ -154,7 +166,14 @@ class LoopState:
                 iteration = self.iteration
                 for call in calls:
                     on_event(ToolCallStarted(iteration, call.id, call.name, call.arguments))
-        self.messages.append(Message("assistant", content, calls))
+        message = Message("assistant", content, calls)
+        if response.reasoning or response.state is not None or response.origin is not None:
+            message.reasoning = response.reasoning
+            message.state = response.state
+            message.origin = response.origin
+            if self.emit and message.carries_state():
+                self.sink.on_event(AssistantMessage(self.iteration, message))
+        self.messages.append(message)
         return calls
 
     def record_hook(self, calls: list[ToolCall]) -> OnRecord | None:

@@ -26,6 +26,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import attrs
+
 from ._codec import (
     MAX_PROVIDER_NAME,
     TOOL_NAME,
@@ -95,11 +97,15 @@ class ToolCallRouter:
 
     Pure apart from one memo: names it had to shorten (see ``_codec``), so keep one
     router per caller to decode what that caller sent.
+
+    ``origin`` names the model the router talks to (``provider:model``): responses are
+    stamped with it, and provider state of messages from another model is left out of
+    requests (see :meth:`messages`). ``None``: nothing is stamped or left out.
     """
 
-    __slots__ = ("_codec", "_decoded", "_encoded", "provider")
+    __slots__ = ("_codec", "_decoded", "_encoded", "origin", "provider")
 
-    def __init__(self, provider: ProviderFormat) -> None:
+    def __init__(self, provider: ProviderFormat, *, origin: str | None = None) -> None:
         codec = _codecs.get(provider) if isinstance(provider, str) else None
         if codec is None:
             known = ", ".join(repr(name) for name in _codecs)
@@ -107,6 +113,7 @@ class ToolCallRouter:
                 f"unknown provider format {provider!r}: the registered codecs are {known}"
             )
         self.provider: ProviderFormat = provider
+        self.origin = origin
         self._codec = codec
         self._encoded: dict[str, str] = {}
         self._decoded: dict[str, str] = {}
@@ -154,14 +161,25 @@ class ToolCallRouter:
         the results of parallel tool calls travel in one user message), and an
         assistant message with neither text nor tool calls is dropped, since both APIs
         refuse empty content.
+
+        An assistant message that another model produced (its ``origin`` is not this
+        router's) goes without its provider state, which only its own model can read,
+        and with its readable reasoning as text before its answer
+        (``<thinking>...</thinking>``); the message itself is not changed.
         """
+        origin = self.origin
+        if origin is not None:
+            messages = [
+                _as_foreign(m) if m.origin not in (None, origin) and m.carries_state() else m
+                for m in messages
+            ]
         return self._codec.messages(messages, self.encode_name)
 
     # -- responses -----------------------------------------------------------------------
 
     def stream(self, *, iteration: int) -> StreamAccumulator:
         """A fresh accumulator for the streamed chunks of one call."""
-        return StreamAccumulator(self._codec.feed, self.decode_name, iteration)
+        return StreamAccumulator(self._codec.feed, self.decode_name, iteration, self.origin)
 
     def parse_response(self, payload: Mapping[str, Any], *, iteration: int) -> LLMResponse:
         """A provider's non-streaming response JSON -> neutral response."""
@@ -169,3 +187,19 @@ class ToolCallRouter:
         for event in self._codec.events(payload):
             accumulator.feed(event)
         return accumulator.result()
+
+
+def _as_foreign(message: Message) -> Message:
+    """A message of another model as this one may read it: no provider state, and the
+    readable reasoning as text before the answer."""
+    thought = "\n\n".join(r.text for r in message.reasoning if r.text)
+    content = message.content
+    if thought:
+        content = f"<thinking>\n{thought}\n</thinking>" + (f"\n\n{content}" if content else "")
+    return attrs.evolve(
+        message,
+        content=content,
+        tool_calls=[attrs.evolve(c, state=None) for c in message.tool_calls],
+        reasoning=[],
+        state=None,
+    )

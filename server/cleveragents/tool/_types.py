@@ -23,17 +23,57 @@ RESERVED_INPUT_KEYS: frozenset[str] = frozenset({"sandbox_root", "resource_bindi
 """Inputs that always come from the ``ToolActorContext``, never from the model."""
 
 
+def _add_counts(a: int | None, b: int | None) -> int | None:
+    """Two optional token counts summed; unknown only when both are."""
+    if a is None:
+        return b
+    return a if b is None else a + b
+
+
 @attrs.define(slots=True)
 class Usage:
-    """Token usage of one LLM call, or the sum over a run."""
+    """Token usage of one LLM call, or the sum over a run.
+
+    ``input_tokens`` counts the whole request, cached parts included; the optional
+    counts say what the provider reported of it (``None``: not reported):
+    ``cache_read_tokens`` were read from the provider's prompt cache,
+    ``cache_write_tokens`` were written to it, and ``reasoning_tokens`` (part of
+    ``output_tokens``) were spent reasoning.
+    """
 
     input_tokens: int = 0
     output_tokens: int = 0
+    cache_read_tokens: int | None = None
+    cache_write_tokens: int | None = None
+    reasoning_tokens: int | None = None
 
     def __add__(self, other: Usage) -> Usage:
         return Usage(
-            self.input_tokens + other.input_tokens, self.output_tokens + other.output_tokens
+            self.input_tokens + other.input_tokens,
+            self.output_tokens + other.output_tokens,
+            _add_counts(self.cache_read_tokens, other.cache_read_tokens),
+            _add_counts(self.cache_write_tokens, other.cache_write_tokens),
+            _add_counts(self.reasoning_tokens, other.reasoning_tokens),
         )
+
+
+ProviderState: TypeAlias = dict[str, JSONValue]
+"""Opaque state a provider attached to its response and needs back, unchanged, in the
+next request to the same model (a signature, an encrypted reasoning item). Not secret,
+but meaningless to anyone else: never shown, never sent to another model."""
+
+
+@attrs.define(slots=True)
+class Reasoning:
+    """One piece of a model's reasoning before its answer.
+
+    ``text`` is what a person may read (a thinking block, a reasoning summary; possibly
+    empty, when the provider keeps it encrypted); ``state`` is the provider's own form
+    of it, to be sent back as it came (``None`` when there is nothing to send back).
+    """
+
+    text: str = ""
+    state: ProviderState | None = None
 
 
 @attrs.define(slots=True)
@@ -48,6 +88,9 @@ class ToolCall:
     name: str
     arguments: dict[str, JSONValue] = attrs.field(factory=dict)
     parse_error: str | None = None
+    state: ProviderState | None = None
+    """Provider state attached to this call (Gemini's thought signature), sent back with
+    it to the same model."""
 
 
 @attrs.define(slots=True)
@@ -56,6 +99,11 @@ class Message:
 
     ``tool_calls`` is set on assistant messages that ask for tools; ``tool_call_id`` and
     ``name`` on tool-result messages; ``is_error`` marks a failed tool result.
+
+    An assistant message also keeps what its model reasoned (``reasoning``) and any
+    provider state of the message itself (``state``), with the model that produced it
+    (``origin``, e.g. ``anthropic:claude-sonnet-4-5``). The state goes back only to
+    that model (see :meth:`ToolCallRouter.messages`).
     """
 
     role: Role
@@ -64,6 +112,17 @@ class Message:
     tool_call_id: str | None = None
     name: str | None = None
     is_error: bool = False
+    reasoning: list[Reasoning] = attrs.field(factory=list)
+    state: ProviderState | None = None
+    origin: str | None = None
+
+    def carries_state(self) -> bool:
+        """Whether the message holds reasoning or provider state beyond text and calls."""
+        return bool(
+            self.reasoning
+            or self.state is not None
+            or any(call.state is not None for call in self.tool_calls)
+        )
 
 
 @attrs.define(slots=True)
@@ -74,6 +133,12 @@ class LLMResponse:
     tool_calls: list[ToolCall] = attrs.field(factory=list)
     usage: Usage | None = None
     stop_reason: str | None = None
+    reasoning: list[Reasoning] = attrs.field(factory=list)
+    """What the model reasoned, in order, with the state its provider needs back."""
+    state: ProviderState | None = None
+    """Provider state of the message itself (Gemini's signature on a text part)."""
+    origin: str | None = None
+    """The model that answered (``provider:model``), set by the adapter."""
 
 
 @attrs.define(slots=True, frozen=True)
@@ -85,12 +150,17 @@ class ToolSchema:
     parameters: Mapping[str, JSONValue]
 
 
+def ignore_reasoning(text: str) -> None:
+    """The default ``on_reasoning``: nobody reads the model's reasoning."""
+
+
 @attrs.define(slots=True)
 class LLMRequest:
     """Everything an ``LLMCaller`` needs for one call.
 
     ``messages`` is the run's live history (do not mutate it). ``on_delta`` reports
-    streamed text as it arrives; ``cancel`` is set when the run is being cancelled.
+    streamed text as it arrives, ``on_reasoning`` streamed reasoning; ``cancel`` is set
+    when the run is being cancelled.
     """
 
     messages: Sequence[Message]
@@ -99,6 +169,7 @@ class LLMRequest:
     context: ToolActorContext
     cancel: CancelToken
     on_delta: Callable[[str], None]
+    on_reasoning: Callable[[str], None] = ignore_reasoning
 
 
 class LLMCaller(Protocol):

@@ -2,9 +2,10 @@
 no longer in memory).
 
 The prompt comes from ``$/meta``; then, per iteration that ended (a ``run/iteration``
-line), the assistant message with its tool calls (``run/toolCallStarted``) and one tool
-message per call (its ``run/toolCall`` record, worded as the runtime words it). The
-system prompt is not in transcripts; the next run brings its own.
+line), the assistant message with its tool calls (``run/toolCallStarted``), its
+reasoning and provider state (``$/assistant``, when it had any), and one tool message
+per call (its ``run/toolCall`` record, worded as the runtime words it). The system
+prompt is not in transcripts; the next run brings its own.
 """
 
 from __future__ import annotations
@@ -12,11 +13,12 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from cleveragents.tool import Message, ToolCall, output_text
+from cleveragents.tool import Message, Reasoning, ToolCall, output_text
 
 from ..protocol import methods as m
 from ._files import int_field
 from ._index import META
+from ._recorder import ASSISTANT
 
 
 class Rebuilt:
@@ -36,6 +38,7 @@ def rebuild(events: Iterable[dict[str, Any]]) -> Rebuilt:
     calls: dict[int, list[ToolCall]] = {}
     records: dict[int, list[dict[str, Any]]] = {}
     ended: list[tuple[int, str]] = []  # (iteration, content) of each run/iteration
+    kept: dict[int, dict[str, Any]] = {}  # $/assistant lines by iteration
     finished = False
     for event in events:
         method, params = event.get("method"), event["params"]
@@ -56,13 +59,39 @@ def rebuild(events: Iterable[dict[str, Any]]) -> Rebuilt:
             ended.append((int_field(params.get("iteration")), str(params.get("content", ""))))
         elif method == m.RUN_FINISHED:
             finished = True
+        elif method == ASSISTANT:
+            kept[int_field(params.get("iteration"))] = params
     messages = [Message("user", str(meta.get("prompt", "")))]
     for iteration, content in ended:
         own_calls = calls.get(iteration, [])
-        messages.append(Message("assistant", content, own_calls))
+        message = Message("assistant", content, own_calls)
+        if iteration in kept:
+            _restore_state(message, kept[iteration])
+        messages.append(message)
         messages.extend(_tool_messages(own_calls, records.get(iteration, [])))
     parent = meta.get("continueFrom")
     return Rebuilt(messages, finished, parent if isinstance(parent, str) and parent else None)
+
+
+def _restore_state(message: Message, line: dict[str, Any]) -> None:
+    """Put a ``$/assistant`` line's reasoning and provider state back on its message;
+    parts of the wrong shape are left out (a torn or hand-edited line)."""
+    origin = line.get("origin")
+    message.origin = origin if isinstance(origin, str) else None
+    reasoning = line.get("reasoning")
+    for part in reasoning if isinstance(reasoning, list) else ():
+        if isinstance(part, dict) and isinstance(part.get("text", ""), str):
+            state = part.get("state")
+            message.reasoning.append(
+                Reasoning(part.get("text", ""), state if isinstance(state, dict) else None)
+            )
+    state = line.get("state")
+    message.state = state if isinstance(state, dict) else None
+    states = line.get("callStates")
+    if isinstance(states, dict):
+        for call in message.tool_calls:
+            found = states.get(call.id)
+            call.state = found if isinstance(found, dict) else None
 
 
 def _tool_messages(calls: list[ToolCall], records: list[dict[str, Any]]) -> list[Message]:

@@ -3,7 +3,9 @@
 Each event the protocol's table puts on the wire is numbered (``seq``, from 1), encoded
 once by the protocol's ``EventEncoder`` and appended as a line; the text is handed back
 so that a face sending the same notification never encodes it again. Events the table
-does not carry are neither numbered nor written.
+does not carry are neither numbered nor written, except ``AssistantMessage``: its
+reasoning and provider state are kept as a ``$/assistant`` line (not a notification, and
+not numbered), so that ``continueFrom`` sends them back after a restart.
 """
 
 from __future__ import annotations
@@ -11,8 +13,11 @@ from __future__ import annotations
 import asyncio
 
 from ..protocol import EventEncoder
-from ..tool import RunEvent, RunFinished
+from ..tool import AssistantMessage, Message, RunEvent, RunFinished
 from ._files import Transcript
+
+ASSISTANT = "$/assistant"
+"""A transcript line with an assistant message's reasoning and provider state."""
 
 _INLINE_WRITE = 1024 * 1024
 """Lines longer than this are written from a thread (the write releases the GIL; the
@@ -33,6 +38,10 @@ class RunRecorder:
     def record(self, event: RunEvent) -> str | None:
         """Number, encode and write one event; its params text, or ``None`` when the
         event is not one the transcript keeps."""
+        if event.__class__ is AssistantMessage:
+            assert isinstance(event, AssistantMessage)
+            self.transcript.append(ASSISTANT, assistant_line(event.iteration, event.message))
+            return None
         seq = self.seq + 1
         event.seq = seq
         encoded = self._encode(event)
@@ -59,3 +68,21 @@ class RunRecorder:
     def failure(self) -> str | None:
         """Why the transcript cannot be written (naming the state dir); None if it can."""
         return self.transcript.failure_message()
+
+
+def assistant_line(iteration: int, message: Message) -> dict[str, object]:
+    """The ``$/assistant`` params of a message: what the other lines do not carry."""
+    line: dict[str, object] = {"iteration": iteration}
+    if message.origin is not None:
+        line["origin"] = message.origin
+    if message.reasoning:
+        line["reasoning"] = [
+            {"text": r.text, **({"state": r.state} if r.state is not None else {})}
+            for r in message.reasoning
+        ]
+    if message.state is not None:
+        line["state"] = message.state
+    calls = {c.id: c.state for c in message.tool_calls if c.state is not None}
+    if calls:
+        line["callStates"] = calls
+    return line

@@ -74,4 +74,5 @@ PROVIDER = Provider(
     loggers=("openai", "openai._base_client", "openai._response", "openai._legacy_response"),
     codec="openai",
     adapter=OpenAIChatCaller,
+    apis=(("chat", "openai"), ("responses", "openai-responses")),
 )

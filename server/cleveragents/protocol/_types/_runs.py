@@ -12,6 +12,7 @@ import attrs
 from ...tool import (
     IterationFinished,
     MessageDelta,
+    ReasoningDelta,
     RunFinished,
     RunStarted,
     ToolCallFinished,
@@ -27,9 +28,15 @@ RunStatus = Literal["completed", "limit", "cancelled", "failed"]
 @attrs.define
 class UsageWire:
     input_tokens: int
-    """Prompt tokens."""
+    """Prompt tokens, cached ones included."""
     output_tokens: int
-    """Completion tokens."""
+    """Completion tokens, reasoning included."""
+    cache_read_tokens: int | None = opt()
+    """Of ``inputTokens``, those read from the provider's prompt cache, when it says."""
+    cache_write_tokens: int | None = opt()
+    """Of ``inputTokens``, those written to the provider's prompt cache, when it says."""
+    reasoning_tokens: int | None = opt()
+    """Of ``outputTokens``, those spent reasoning, when the provider says."""
 
 
 @attrs.define
@@ -170,6 +177,21 @@ class RunStartedNotification:
     """The run's iteration limit."""
     tools: list[str]
     """Names of the tools the run sees, sorted, after the allow-list."""
+
+
+@run_notification("run/reasoningDelta", ReasoningDelta, "The model streamed reasoning.")
+@attrs.define
+class ReasoningDeltaNotification:
+    run_id: str
+    """The run id."""
+    seq: int
+    """Per-run sequence number."""
+    iteration: int
+    """The iteration whose LLM call is reasoning."""
+    text: str
+    """A fragment of readable reasoning (a thinking block, a reasoning summary), never
+    empty. Concatenate the fragments of one iteration; they come before or between that
+    iteration's ``run/messageDelta`` fragments, in the order the provider streamed them."""
 
 
 @run_notification("run/messageDelta", MessageDelta, "The model streamed text.")
