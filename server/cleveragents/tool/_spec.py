@@ -1,13 +1,17 @@
 """``ToolSpec``: what a tool is (name, schemas, annotations, timeout, handler, lifecycle hooks).
 
 A spec compiles its validators once, when it is built, so the hot path never compiles a
-schema. Identical schemas share one compiled validator. It also reads its handler's
+schema; identical schemas share one compiled validator while a bounded cache keeps it.
+Schemas may come from outside (an MCP server, an editor), and so may the values checked
+against them: compiling and checking are bounded (``_schema_guard``: regexes in RE2, no
+``$ref`` bomb, a time budget per value). It also reads its handler's
 parameters once and puts the handler behind one calling shape (``ToolSpec.invoke``), so
 no call site needs to know which of the two shapes a tool was written in.
 """
 
 from __future__ import annotations
 
+import collections
 import inspect
 import json
 import re
@@ -19,6 +23,8 @@ import attrs
 import fastjsonschema
 
 from ._errors import InvalidToolNameError, ToolError, ToolInputError, ToolOutputError
+from ._schema_guard import CompiledSchema, ValidationBudgetExceeded, compile_guarded
+from ._schema_guard import SchemaDefinitionError as SchemaDefinitionError
 from ._types import (
     RESERVED_INPUT_KEYS,
     JSONValue,
@@ -75,23 +81,59 @@ class ToolAnnotations:
     idempotent: bool = False
 
 
-_validator_cache: dict[str, Validator] = {}
-_validator_lock = threading.Lock()
+MAX_CACHED_VALIDATORS = 512
+"""Compiled validators the shared cache keeps for reuse, the least recently used dropped
+first. A spec holds its own validators; the cache only lets identical schemas share one."""
+MAX_CACHED_SOURCE = 32 * 1024 * 1024
+"""Characters of validator source the cache may hold (a validator's memory follows it)."""
 
 
-class SchemaDefinitionError(ValueError):
-    """A schema that is not a valid JSON Schema (draft 7). ``path`` leads from the schema's
-    root to the offending keyword, so a caller can name the field: ``properties``,
-    ``properties.x.pattern``."""
+class _ValidatorCache:
+    """Compiled validators by schema, bounded by count and by size (LRU).
 
-    def __init__(self, path: str, problem: str, field: str = "") -> None:
-        where = ".".join(part for part in (field, path) if part) or "the schema"
-        super().__init__(f"invalid JSON Schema: {where} {problem}")
-        self.path = path
-        self.problem = problem
-        self.field = field
-        """Which of a tool's schemas: ``input_schema`` or ``output_schema``."""
+    The lock guards the table only: compiling runs outside it, so a thread compiling a
+    large schema never holds up another's lookup (two threads compiling the same schema
+    at once keep the first one's)."""
 
+    def __init__(self, max_count: int, max_size: int) -> None:
+        self.max_count = max_count
+        self.max_size = max_size
+        self.size = 0
+        self._entries: collections.OrderedDict[str, CompiledSchema] = collections.OrderedDict()
+        self._lock = threading.Lock()
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def get(self, key: str) -> CompiledSchema | None:
+        with self._lock:
+            found = self._entries.get(key)
+            if found is not None:
+                self._entries.move_to_end(key)
+            return found
+
+    def put(self, validator: CompiledSchema) -> CompiledSchema:
+        with self._lock:
+            kept = self._entries.get(validator.key)
+            if kept is not None:
+                return kept
+            self._entries[validator.key] = validator
+            self.size += validator.size
+            while len(self._entries) > 1 and (
+                len(self._entries) > self.max_count or self.size > self.max_size
+            ):
+                _key, dropped = self._entries.popitem(last=False)
+                self.size -= dropped.size
+            return validator
+
+    def discard(self, validator: CompiledSchema) -> None:
+        with self._lock:
+            if self._entries.get(validator.key) is validator:
+                del self._entries[validator.key]
+                self.size -= validator.size
+
+
+_validators = _ValidatorCache(MAX_CACHED_VALIDATORS, MAX_CACHED_SOURCE)
 
 _meta_validator: Validator | None = None
 
@@ -117,62 +159,27 @@ def _check_definition(schema: Mapping[str, JSONValue]) -> None:
         raise SchemaDefinitionError(path, problem) from None
 
 
-class _NoRemoteRefs(dict[str, Callable[[str], Any]]):
-    """URI handlers for every scheme, each refusing: the compiler would otherwise fetch a
-    remote ``$ref`` with urllib, blocking on the network."""
-
-    def __contains__(self, scheme: object) -> bool:
-        return True
-
-    def __missing__(self, scheme: str) -> Callable[[str], Any]:
-        return _refuse_remote
-
-
-def _refuse_remote(uri: str) -> Any:
-    raise fastjsonschema.JsonSchemaDefinitionException(f"remote $ref {uri!r} is not fetched")
-
-
-_NO_REMOTE_REFS = _NoRemoteRefs()
-
-
-def compile_schema(schema: Mapping[str, JSONValue]) -> Validator:
-    """Compile a JSON Schema once; identical schemas share one validator.
+def compile_schema(schema: Mapping[str, JSONValue]) -> CompiledSchema:
+    """Compile a JSON Schema once; identical schemas share one validator while the
+    shared cache keeps it.
 
     ``SchemaDefinitionError`` (a ``ValueError``) names the keyword of a schema that is
-    not valid JSON Schema, or one nested too deeply to compile: a validator is Python
-    code, one block per level, and Python caps how deeply blocks nest."""
+    not valid JSON Schema, a pattern RE2 cannot run, a ``$ref`` bomb, a schema too large
+    to check, or one nested too deeply to compile (Python caps how deeply blocks nest)."""
     try:
-        return _compile(schema)
-    except (RecursionError, SyntaxError) as exc:  # IndentationError is a SyntaxError
+        key = json.dumps(schema, sort_keys=True, separators=(",", ":"))
+        validator = _validators.get(key)
+        if validator is None:
+            _check_definition(schema)
+            validator = _validators.put(compile_guarded(schema, key))
+        return validator
+    except (RecursionError, SyntaxError, MemoryError) as exc:  # IndentationError: a SyntaxError
         raise SchemaDefinitionError(
             "", f"is nested too deeply to compile ({type(exc).__name__})"
         ) from None
 
 
-def _compile(schema: Mapping[str, JSONValue]) -> Validator:
-    key = json.dumps(schema, sort_keys=True, separators=(",", ":"))
-    with _validator_lock:
-        validator = _validator_cache.get(key)
-        if validator is None:
-            _check_definition(schema)
-            try:
-                # use_default=False: a validator must not write schema defaults into the
-                # arguments; records and tools/call carry exactly what the model sent.
-                # No remote handlers: a "$ref" to a URL is refused, never fetched.
-                validator = fastjsonschema.compile(
-                    dict(schema), handlers=_NO_REMOTE_REFS, use_default=False
-                )
-            except fastjsonschema.JsonSchemaDefinitionException as exc:
-                raise SchemaDefinitionError("", f"cannot be compiled: {exc}") from exc
-            except (ValueError, TypeError, AttributeError, KeyError, re.error) as exc:
-                raise SchemaDefinitionError(
-                    "", f"cannot be compiled ({type(exc).__name__})"
-                ) from exc
-            _validator_cache[key] = validator
-    return validator
-
-
-def _compile_field(schema: Mapping[str, JSONValue], field: str) -> Validator:
+def _compile_field(schema: Mapping[str, JSONValue], field: str) -> CompiledSchema:
     try:
         return compile_schema(schema)
     except SchemaDefinitionError as exc:
@@ -299,8 +306,8 @@ class ToolSpec:
     takes_context: bool = attrs.field(init=False)
     inline: bool = attrs.field(init=False)
     invoke: Invoke = attrs.field(init=False, repr=False)
-    _validate_input: Validator = attrs.field(init=False)
-    _validate_output: Validator | None = attrs.field(init=False)
+    _validate_input: CompiledSchema = attrs.field(init=False, repr=False)
+    _validate_output: CompiledSchema | None = attrs.field(init=False, repr=False)
 
     def __attrs_post_init__(self) -> None:
         if not isinstance(self.name, str) or not TOOL_NAME_PATTERN.fullmatch(self.name):
@@ -325,15 +332,22 @@ class ToolSpec:
             self.kind = "read" if self.annotations.read_only else "write"
 
     def validate_input(self, arguments: dict[str, JSONValue]) -> None:
-        """Raise ``ToolInputError`` naming the offending field."""
+        """Raise ``ToolInputError`` naming the offending field, or saying the check ran
+        past its budget (``VALIDATION_BUDGET_S``): the arguments are then refused."""
         try:
             self._validate_input(arguments)
         except fastjsonschema.JsonSchemaValueException as exc:
             raise ToolInputError(
                 f"invalid arguments for {self.name}: {schema_error_message(exc, 'arguments')}"
             ) from None
+        except ValidationBudgetExceeded as exc:
+            raise ToolInputError(
+                f"invalid arguments for {self.name}: {_over_budget(exc, 'input')}"
+            ) from None
 
     def validate_output(self, output: JSONValue) -> None:
+        """Raise ``ToolOutputError`` naming the offending field, or saying the check ran
+        past its budget."""
         if self._validate_output is None:
             return
         try:
@@ -342,3 +356,22 @@ class ToolSpec:
             raise ToolOutputError(
                 f"invalid output from {self.name}: {schema_error_message(exc, 'output')}"
             ) from None
+        except ValidationBudgetExceeded as exc:
+            raise ToolOutputError(
+                f"invalid output from {self.name}: {_over_budget(exc, 'output')}"
+            ) from None
+
+    def release_validators(self) -> None:
+        """Drop this spec's validators from the shared cache, so that they go with the
+        spec: a tool source that goes away (an MCP server removed) gives their memory
+        back at once instead of when the cache would drop them. The spec still works."""
+        for validator in (self._validate_input, self._validate_output):
+            if validator is not None:
+                _validators.discard(validator)
+
+
+def _over_budget(exc: ValidationBudgetExceeded, which: str) -> str:
+    return (
+        f"checking it against the {which} schema took longer than "
+        f"{exc.budget_s * 1000:g} ms, the most a check may take, so it is refused"
+    )
