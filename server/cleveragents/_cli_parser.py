@@ -142,8 +142,8 @@ def _add_serve(sub: Any) -> None:
     serve.add_argument("--tcp", type=_tcp, metavar="HOST:PORT", help="listen on TCP instead")
     serve.add_argument(
         "--token-file", type=Path, metavar="PATH",
-        help="--tcp access token (created 0600 if missing; default $CLEVERAGENTS_TOKEN, "
-        "else STATE_DIR/tcp-token)",
+        help="--tcp access token, 32 characters or more (created 0600 with a random one if "
+        "missing; default $CLEVERAGENTS_TOKEN, else STATE_DIR/tcp-token)",
     )  # fmt: skip
     serve.add_argument("--state-dir", type=Path, help="where transcripts go")
     serve.add_argument("--model", help="default model spec, e.g. scripted:turns.json")

@@ -212,3 +212,17 @@ async def test_a_run_that_cannot_start_is_an_error_reply(spawn: Spawn, workspace
     unknown = await client.raw_request("session/prompt", {"sessionId": "nope", "prompt": []})
     assert unknown["error"]["code"] == RESOURCE_NOT_FOUND
     await asyncio.sleep(0)
+
+
+async def test_reasoning_streams_as_thought_chunks_before_the_text_it_preceded(
+    spawn: Spawn, workspace: Path
+) -> None:
+    client = await spawn(scripted({"reasoning": "Greet them.", "content": "Hello."}))
+    session = (await client.new_session(workspace))["sessionId"]
+    assert await client.prompt(session, "say hi") == {"stopReason": "end_turn"}
+    said = [
+        (u["sessionUpdate"], u["content"]["text"])
+        for u in client.updates(session)
+        if u["sessionUpdate"] in ("agent_thought_chunk", "agent_message_chunk")
+    ]
+    assert said == [("agent_thought_chunk", "Greet them."), ("agent_message_chunk", "Hello.")]

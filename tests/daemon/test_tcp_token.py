@@ -16,9 +16,19 @@ import pytest
 from cleveragents.client._connection import read_frame
 from cleveragents.protocol import frame
 from kit.models import HANG, HANG_TOOL
-from kit.tcp import TcpDaemon, close, initialize_message, read_token, serve_tcp
+from kit.tcp import (
+    TOKEN,
+    TcpDaemon,
+    close,
+    closed_unanswered,
+    initialize_message,
+    initialized,
+    read_token,
+    serve_tcp,
+)
 
 Spawn = Callable[..., AbstractAsyncContextManager[TcpDaemon]]
+MINE = "my-own-token-0123456789-0123456789-abcdef"
 
 
 @pytest.fixture
@@ -34,10 +44,7 @@ def spawn(tmp_path: Path) -> Spawn:
 
 
 async def _initialized(daemon: TcpDaemon, workspace: Path, token: str) -> Any:
-    reader, writer = await daemon.connect()
-    writer.write(frame(initialize_message(workspace, token)))
-    reply = await read_frame(reader)
-    assert reply is not None
+    reader, writer, reply = await initialized(daemon, workspace, token)
     assert "result" in reply, reply
     return reader, writer
 
@@ -75,25 +82,24 @@ async def test_an_existing_token_file_is_used_and_left_as_it_was(
     spawn: Spawn, tmp_path: Path
 ) -> None:
     token_file = tmp_path / "token"
-    token_file.write_text("my-own-token-0123456789\n")
+    token_file.write_text(f"{MINE}\n")
+    token_file.chmod(0o600)
     async with spawn("--token-file", str(token_file)) as daemon:
         reader, writer = await daemon.connect()
         writer.write(frame(initialize_message(tmp_path / "ws", "another-token")))
-        refused = await read_frame(reader)
-        assert refused is not None
-        assert refused["error"]["code"] == -32600
+        assert await closed_unanswered(reader) == b""
         await close(writer)
-        reader, writer = await _initialized(daemon, tmp_path / "ws", "my-own-token-0123456789")
+        reader, writer = await _initialized(daemon, tmp_path / "ws", MINE)
         log = await _shutdown_and_log(daemon, reader, writer)
-    assert token_file.read_text() == "my-own-token-0123456789\n"
-    assert "my-own-token-0123456789" not in log
+    assert token_file.read_text() == f"{MINE}\n"
+    assert MINE not in log
 
 
 async def test_the_token_can_come_from_the_environment(spawn: Spawn, tmp_path: Path) -> None:
-    async with spawn(token_env="env-token-0123456789") as daemon:
-        reader, writer = await _initialized(daemon, tmp_path / "ws", "env-token-0123456789")
+    async with spawn(token_env=TOKEN) as daemon:
+        reader, writer = await _initialized(daemon, tmp_path / "ws", TOKEN)
         log = await _shutdown_and_log(daemon, reader, writer)
-    assert "env-token-0123456789" not in log
+    assert TOKEN not in log
     assert not (tmp_path / "state" / "tcp-token").exists()  # nothing created
 
 

@@ -1,5 +1,7 @@
 """``serve --tcp`` in tests: the daemon listens on a port it picks (``127.0.0.1:0``) and
-names in its log, so parallel tests never race for a port."""
+names in its log, so parallel tests never race for a port. A connection that has not
+authenticated is closed without a word (``closed_unanswered``), and a peer that sent a
+wrong token waits a moment before its next one counts (``initialized`` retries)."""
 
 from __future__ import annotations
 
@@ -12,6 +14,9 @@ import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
+
+from cleveragents.client._connection import read_frame
+from cleveragents.protocol import frame
 
 from .wait import wait_for
 
@@ -87,6 +92,43 @@ async def read_token(daemon: TcpDaemon) -> str:
     await wait_for(lambda: path.exists() and bool(path.read_text().strip()), 10, 0.02)
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
     return path.read_text().strip()
+
+
+TOKEN = "test-token-0123456789-abcdefghijklmnopqrstuvwxyz"
+"""A token long enough for ``serve --tcp`` (32 characters at least)."""
+
+
+async def closed_unanswered(reader: asyncio.StreamReader, timeout: float = 15.0) -> bytes:
+    """Everything the daemon sent before it closed the connection (a reset counts as a
+    close); ``TimeoutError`` if it is still open after ``timeout`` seconds."""
+    received = b""
+    async with asyncio.timeout(timeout):
+        try:
+            while chunk := await reader.read(65536):
+                received += chunk
+        except ConnectionError:
+            pass
+    return received
+
+
+async def initialized(
+    daemon: TcpDaemon, workspace: Path, token: str, timeout: float = 15.0
+) -> tuple[asyncio.StreamReader, asyncio.StreamWriter, dict[str, Any]]:
+    """A connection that sent ``initialize`` with ``token`` and got its reply; retried
+    (bounded) while the daemon closes it unanswered, as it does while this peer waits
+    after a wrong token."""
+    async with asyncio.timeout(timeout):
+        while True:
+            reader, writer = await daemon.connect()
+            writer.write(frame(initialize_message(workspace, token)))
+            try:
+                reply = await read_frame(reader)
+            except ConnectionError:
+                reply = None
+            if reply is not None:
+                return reader, writer, reply
+            await close(writer)
+            await asyncio.sleep(0.05)
 
 
 async def close(writer: asyncio.StreamWriter) -> None:

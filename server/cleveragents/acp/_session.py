@@ -25,6 +25,7 @@ from ..tool import (
     MessageDelta,
     PermissionOutcome,
     PermissionQuery,
+    ReasoningDelta,
     RunEvent,
     RunFinished,
     ToolCallFinished,
@@ -138,6 +139,12 @@ class Session:
                 "sessionUpdate": "agent_message_chunk",
                 "content": {"type": "text", "text": event.text},
                 "messageId": f"{turn.run_id}-{event.iteration}",
+            })  # fmt: skip
+        elif isinstance(event, ReasoningDelta):
+            self.send({
+                "sessionUpdate": "agent_thought_chunk",
+                "content": {"type": "text", "text": event.text},
+                "messageId": f"{turn.run_id}-{event.iteration}-thought",
             })  # fmt: skip
         elif isinstance(event, ToolCallStarted):
             self._started(turn, event.call_id, event.tool_name, event.inputs)

@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import sys
 from pathlib import Path
 
 from ..rpc import prepare_process
 from ..transcripts import default_state_dir
 from ._config import DaemonConfig
 from ._server import CleverAgentsServer
+from ._tcp_gate import TokenError
 from ._transport import load_token, serve_stdio, serve_tcp
 
 
@@ -39,12 +41,17 @@ def serve(
     token_file: Path | None = None,
 ) -> int:
     """Run the daemon until its client leaves; returns the process exit code (0 after
-    shutdown, 1 on exit without it, 143/129/130 on SIGTERM/SIGHUP/SIGINT)."""
+    shutdown, 1 on exit without it, 2 for a ``--tcp`` token that cannot be used,
+    143/129/130 on SIGTERM/SIGHUP/SIGINT)."""
     server = create_server(state_dir, model, automation_profile)
     prepare_process()
     try:
         if tcp is not None:
-            token = load_token(token_file, server.config.state_dir)
+            try:
+                token = load_token(token_file, server.config.state_dir)
+            except TokenError as exc:
+                print(f"cleveragents serve: {exc}", file=sys.stderr)
+                return 2
             return asyncio.run(serve_tcp(server, *tcp, token))
         return asyncio.run(serve_stdio(server))
     except KeyboardInterrupt:  # SIGINT before the loop's own handler was installed

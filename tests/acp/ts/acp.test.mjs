@@ -55,7 +55,7 @@ const call = (name, args) => ({ name, arguments: args });
 
 test("initialize, a turn with a read and an edit: pending before the permission, a diff, text", { timeout: 60_000 }, async () => {
   const { cwd, child, stream } = setup([
-    { content: "Reading.", toolCalls: [call("builtin/file-read", { path: "src/greet.py" })] },
+    { reasoning: "The greeting lives in src/greet.py.", content: "Reading.", toolCalls: [call("builtin/file-read", { path: "src/greet.py" })] },
     { content: "Editing.", toolCalls: [call("builtin/file-edit", { path: "src/greet.py", old_text: '"hi"', new_text: '"hello"' })] },
     { content: "Done." },
   ]);
@@ -79,6 +79,10 @@ test("initialize, a turn with a read and an edit: pending before the permission,
           assert.equal(stopReason, "end_turn");
           const text = updates.filter((u) => u.sessionUpdate === "agent_message_chunk").map((u) => u.content.text);
           assert.deepEqual(text, ["Reading.", "Editing.", "Done."]);
+          // The model's reasoning is a thought, before the text it preceded.
+          const said = updates.filter((u) => u.sessionUpdate.startsWith("agent_")).map((u) => [u.sessionUpdate, u.content.text]);
+          assert.deepEqual(said[0], ["agent_thought_chunk", "The greeting lives in src/greet.py."]);
+          assert.deepEqual(said[1], ["agent_message_chunk", "Reading."]);
           const tools = updates.filter((u) => u.sessionUpdate.startsWith("tool_call"));
           const ids = [...new Set(tools.map((u) => u.toolCallId))];
           assert.equal(ids.length, 2);
