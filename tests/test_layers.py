@@ -23,6 +23,7 @@ PACKAGE = ROOT / "server" / "cleveragents"
 ALLOWED: dict[str, set[str]] = {
     "tool": set(),
     "workspace": {"tool"},
+    "checkpoints": {"tool", "workspace"},
     "llm": {"tool"},
     "protocol": {"tool"},
     "mcp": {"tool"},
