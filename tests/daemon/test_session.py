@@ -124,6 +124,29 @@ async def test_notifications_come_in_order_with_gap_free_seq(session: Session) -
     )
 
 
+async def test_reasoning_and_cache_usage_reach_the_wire_in_order(session: Session) -> None:
+    usage = {"inputTokens": 50, "outputTokens": 9, "cacheReadTokens": 40, "reasoningTokens": 4}
+    model = scripted(
+        {"reasoning": "List first.", "content": "step", "usage": usage,
+         "toolCalls": [call("builtin/file-list")]},
+        {"reasoning": "Now answer.", "content": "end", "usage": usage},
+    )  # fmt: skip
+    result = await session.request(m.RUN_START, {"prompt": "go", "model": model, "runId": "why"})
+    events = session.for_run("why")
+    assert [p["seq"] for _, p in events] == list(range(1, len(events) + 1))
+    assert [method for method, _ in events] == [
+        "run/started", "run/reasoningDelta", "run/messageDelta", "run/toolCallStarted",
+        "run/toolCall", "run/iteration", "run/reasoningDelta", "run/messageDelta",
+        "run/iteration", "run/finished",
+    ]  # fmt: skip
+    assert events[1][1] == {"runId": "why", "seq": 2, "iteration": 1, "text": "List first."}
+    assert events[5][1]["usage"] == usage
+    assert result["usage"] == {
+        "inputTokens": 100, "outputTokens": 18, "cacheReadTokens": 80, "reasoningTokens": 8,
+    }  # fmt: skip
+    assert result["content"] == "end"
+
+
 async def test_the_allow_list_limits_what_a_run_sees(session: Session) -> None:
     model = scripted({"toolCalls": [call("builtin/file-write", path="x.txt", content="x")]},
                      {"content": "end"})  # fmt: skip
