@@ -16,7 +16,8 @@ Paths given to the tools are relative to the sandbox root or absolute inside it;
 their outputs are absolute, inside the real (symlink-resolved) root
 (``client-protocol/PROTOCOL.md`` §15). Each file tool has a module of its own, assembled
 by :mod:`~cleveragents.workspace.files`; the glob and ``.gitignore`` code is in
-:mod:`~cleveragents.workspace._globs`, the directory walk in
+:mod:`~cleveragents.workspace._globs` (:class:`GitIgnore` is public: the checkpoint store
+honours the same rules), the directory walk in
 :mod:`~cleveragents.workspace._walk`, the run's pinned root in
 :mod:`~cleveragents.workspace._pinned`.
 
@@ -30,6 +31,7 @@ from __future__ import annotations
 import typing
 
 from ._errors import ProfileError, SandboxViolationError, WorkspaceToolError
+from ._globs import GitIgnore
 from ._limits import WorkspaceLimits
 from ._pinned import PinnedRoot
 from ._sandbox import read_confined_text, resolve_path
@@ -55,6 +57,7 @@ __all__ = [
     "AskCallback",
     "AutomationProfile",
     "Confinement",
+    "GitIgnore",
     "PinnedRoot",
     "ProfileError",
     "ProfilePolicy",

@@ -1,0 +1,48 @@
+"""Checkpoints: snapshots of a workspace's files, to see, diff and undo what a run did.
+
+* :class:`CheckpointStore`: one workspace's store, ``STATE/checkpoints/<key>/``, outside
+  the workspace. :meth:`~CheckpointStore.take` snapshots the files;
+  :meth:`~CheckpointStore.diff` compares two checkpoints or one with the files now;
+  :meth:`~CheckpointStore.restore` puts the files back (refusing conflicts unless forced,
+  undoable); :meth:`~CheckpointStore.prune` bounds the store;
+  :meth:`~CheckpointStore.changed_paths` lists what a range of checkpoints touched.
+* :class:`CheckpointSettings`: the caps and the retention, frozen.
+* The values returned: :class:`Checkpoint`, :class:`DiffResult` and :class:`FileChange`,
+  :class:`RestoreResult`, :class:`PruneResult`, :class:`Note`.
+* :class:`CheckpointError` (-32031) and :class:`CheckpointNotFoundError` (-32032).
+
+The store is content-addressed (SHA-256 contents, one tree per directory, as git's) in
+one SQLite database, and needs no ``git`` binary: the workspace's own ``.git`` is never
+read nor written. ``docs/checkpoints.md`` says what is captured and why this design.
+
+This package stands on :mod:`cleveragents.tool` (errors) and
+:mod:`cleveragents.workspace` (the ``.gitignore`` matcher); it knows nothing of runs,
+the wire or the faces.
+"""
+
+from __future__ import annotations
+
+from ._errors import CheckpointError, CheckpointNotFoundError
+from ._model import (
+    Checkpoint,
+    CheckpointSettings,
+    DiffResult,
+    FileChange,
+    Note,
+    PruneResult,
+    RestoreResult,
+)
+from ._store import CheckpointStore
+
+__all__ = [
+    "Checkpoint",
+    "CheckpointError",
+    "CheckpointNotFoundError",
+    "CheckpointSettings",
+    "CheckpointStore",
+    "DiffResult",
+    "FileChange",
+    "Note",
+    "PruneResult",
+    "RestoreResult",
+]
