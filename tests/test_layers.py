@@ -21,6 +21,9 @@ PACKAGE = ROOT / "server" / "cleveragents"
 
 # Which sibling packages each layer may import.
 ALLOWED: dict[str, set[str]] = {
+    # Files under the state dir by descriptor: the standard library only, below every
+    # layer that keeps files there.
+    "statedir": set(),
     "tool": set(),
     "workspace": {"tool"},
     "checkpoints": {"tool", "workspace"},
@@ -37,6 +40,8 @@ ALLOWED: dict[str, set[str]] = {
     "client": {"tool", "protocol", "runs", "workspace", "llm"},
     "acp": {"tool", "workspace", "llm", "protocol", "mcp", "transcripts", "runs", "rpc"},
 }
+for _layer in ("mcp", "transcripts", "runs", "rpc", "daemon", "client", "acp"):
+    ALLOWED[_layer].add("statedir")
 # The providers whose adapters stand on an SDK, as the provider table says.
 SDK_PROVIDERS: list[Provider] = [p for p in providers() if p.package is not None]
 PROVIDER_SDKS = (*(str(p.package) for p in SDK_PROVIDERS), "mcp", "httpx", "httpx2")

@@ -8,6 +8,10 @@ starts with the first bytes of the JSON text and ends by saying the full size an
 absolute path of the file under the state dir that holds the whole output:
 ``STATE_DIR/outputs/RUN_ID/N-CALL_ID.json`` (the output as JSON), or ``.txt`` for a
 string output (its text as is), where ``N`` numbers the run's cut outputs from 1.
+
+The file is created beneath the state dir's pinned descriptor, ``O_EXCL`` and 0600, in
+0700 folders reached without following a link (:mod:`cleveragents.statedir`): a link
+planted at ``outputs`` or at the run's folder is refused, never written through.
 """
 
 from __future__ import annotations
@@ -17,8 +21,8 @@ import json
 import logging
 import os
 import re
-from pathlib import Path
 
+from ..statedir import StateDir, write_all
 from ..tool import JSONValue, ToolError
 
 logger = logging.getLogger(__name__)
@@ -39,8 +43,10 @@ class NonFiniteOutputError(ToolError):
 class OutputCap:
     """The output filter of one run (see the module docstring)."""
 
-    def __init__(self, outputs_dir: Path, max_bytes: int) -> None:
-        self.outputs_dir = outputs_dir
+    def __init__(self, state: StateDir, run_id: str, max_bytes: int) -> None:
+        self.state = state
+        self.run_id = run_id
+        self.outputs_dir = state.path / "outputs" / run_id
         self.max_bytes = max_bytes
         self._kept = itertools.count(1)
 
@@ -67,12 +73,12 @@ class OutputCap:
         name = f"{next(self._kept):05d}-{_UNSAFE.sub('_', call_id)[:100] or 'call'}{suffix}"
         path = self.outputs_dir / name
         try:
-            self.outputs_dir.mkdir(parents=True, exist_ok=True)
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+            folder = self.state.folder("outputs", self.run_id, create=True)
+            assert folder is not None
+            with folder:
+                fd = folder.create(name)
             try:
-                view = memoryview(data)
-                while view:
-                    view = view[os.write(fd, view) :]
+                write_all(fd, data)
             finally:
                 os.close(fd)
             where = f"the full output is in {path}"

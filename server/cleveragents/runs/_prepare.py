@@ -137,7 +137,7 @@ async def _prepare(
     run = Run(
         run_id, request.prompt, sandbox_root, layer, RunRecorder(transcript), observer, pinned
     )
-    cap = OutputCap(settings.state_dir / "outputs" / run_id, settings.max_tool_output_bytes)
+    cap = OutputCap(service.store.state, run_id, settings.max_tool_output_bytes)
     runtime = ToolCallingRuntime(
         layer, ToolRunner(layer, policy=policy, output_filter=cap), model,
         max_iterations=limit, system_prompt=request.system_prompt, sink=run,

@@ -9,6 +9,10 @@ into place (``link`` fails if the name exists, like ``O_EXCL``), so no reader ev
 unlocked while its run is live; where hard links are not supported it falls back to
 ``O_CREAT | O_EXCL`` on the final name. The lock is held until ``Transcript.close()``:
 any reader, in any process, learns whether a run is live from it (:func:`locked`).
+
+Everything is opened beneath the ``runs`` folder's descriptor (:mod:`cleveragents.statedir`):
+a link, a FIFO or a device planted at a transcript's name is skipped, never followed nor
+waited on, and a line is read back only up to :data:`MAX_LINE_BYTES`.
 """
 
 from __future__ import annotations
@@ -20,10 +24,14 @@ import json
 import logging
 import os
 import re
+import stat
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
+
+from ..protocol import MAX_BODY
+from ..statedir import NO_FOLLOW, Folder, read_lines
 
 logger = logging.getLogger(__name__)
 
@@ -31,6 +39,10 @@ RUN_ID_PATTERN = re.compile(r"\A[A-Za-z0-9._-]{1,128}\Z")
 """Anchored on the whole string (``\\Z``: no trailing newline); prefer ``valid_run_id``,
 which also refuses ``.`` and ``..``."""
 SUFFIX = ".jsonl"
+MAX_LINE_BYTES = MAX_BODY
+"""The longest transcript line read back: a line is one notification's params, and no
+notification longer than a frame (64 MiB) was ever sent. A longer line is skipped as it
+is read, like a torn one (a planted file of one endless line costs no more memory)."""
 
 
 def valid_run_id(run_id: str) -> bool:
@@ -52,6 +64,14 @@ def _no_constants(name: str) -> Any:
 _decode = json.JSONDecoder(parse_constant=_no_constants).decode
 
 _METHOD_TEXT: dict[str, str] = {}
+
+
+def lines(handle: IO[bytes]) -> Iterator[dict[str, Any]]:
+    """The events of an open transcript (binary); unreadable or over-long lines skipped."""
+    for raw in read_lines(handle, MAX_LINE_BYTES):
+        event = parse_line(raw) if raw is not None else None
+        if event is not None:
+            yield event
 
 
 def parse_line(raw: bytes) -> dict[str, Any] | None:
@@ -130,21 +150,22 @@ class Transcript:
             callback()
 
 
-def create_locked(path: Path) -> int:
-    """Create ``path`` exclusively, locked; ``FileExistsError`` when the name is taken."""
-    temp = path.with_name(f".claim-{uuid.uuid4().hex}.tmp")
-    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND, 0o600)
+def create_locked(runs: Folder, name: str) -> int:
+    """Create ``name`` in ``runs`` exclusively, locked; ``FileExistsError`` when the name
+    is taken (by anything: a link planted there included)."""
+    temp = f".claim-{uuid.uuid4().hex}.tmp"
+    fd = runs.create(temp, os.O_WRONLY | os.O_APPEND)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # a fresh inode: never contended
         try:
-            os.link(temp, path)  # atomic and exclusive: EEXIST if the id is taken
+            runs.link(temp, name)  # atomic and exclusive: EEXIST if the id is taken
         except FileExistsError:
             raise
         except OSError as exc:
             if exc.errno not in (errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EXDEV):
                 raise
             os.close(fd)  # no hard links here: exclusive create, then lock
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND, 0o600)
+            fd = runs.create(name, os.O_WRONLY | os.O_APPEND)
             fcntl.flock(fd, fcntl.LOCK_EX)
         return fd
     except BaseException:
@@ -153,16 +174,19 @@ def create_locked(path: Path) -> int:
         raise
     finally:
         with contextlib.suppress(OSError):
-            os.unlink(temp)
+            runs.unlink(temp)
 
 
-def locked(path: Path) -> bool:
-    """Whether some writer holds the file's exclusive lock (any process, this one too)."""
+def locked(runs: Folder, name: str) -> bool:
+    """Whether some writer holds the lock of the transcript ``name`` (any process, this
+    one too); never waits (a FIFO or a link at the name is no live run)."""
     try:
-        fd = os.open(path, os.O_RDONLY)
+        fd = os.open(name, os.O_RDONLY | NO_FOLLOW | os.O_NONBLOCK, dir_fd=runs.fd)
     except OSError:
         return False
     try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return False
         fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
     except BlockingIOError:
         return True

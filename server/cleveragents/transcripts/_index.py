@@ -1,26 +1,34 @@
-"""The run index behind ``run/list`` and ``cleveragents runs list``.
+"""The run index behind ``run/list`` and ``cleveragents runs list``: a cache of what
+each transcript says, never trusted over the transcript.
 
-One entry per transcript file, keyed by the file's (inode, size, mtime): a refresh is one
-directory scan and one ``stat`` per unfinished file, re-reading only the files that are
-new or changed (a finished transcript never changes again). The entries are persisted
-to ``STATE_DIR/run-index.json`` (written atomically), so a new process (a restarted
-daemon, ``cleveragents runs list``) starts warm. Entries are always checked against the
-files, so a stale or foreign index costs re-reads, never wrong answers; two daemons may
-both write it (last writer wins).
+One entry per transcript file, keyed by the file's (inode, size, mtime, ctime): a
+refresh is one directory scan and one ``stat`` per unfinished file, re-reading only the
+files that are new or changed (a finished transcript never changes again; its inode,
+which the scan gives for free, is still compared). The entries are persisted to
+``STATE_DIR/run-index.json`` (replaced atomically), so a new process (a restarted daemon,
+``cleveragents runs list``) starts warm; two daemons may both write it (last writer
+wins).
+
+The index is the daemon's own writing, signed with the state dir's secret
+(:mod:`cleveragents.statedir`): a ``run-index.json`` planted in the state dir, or one
+signed elsewhere, is dropped and the index rebuilt from the transcripts. Each entry
+loaded from disk is compared with a full ``stat`` of its file at the first refresh of
+the process, so a transcript written since the index was saved is read again. What a
+transcript says always wins: a stale or foreign index costs re-reads, never wrong
+answers.
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
 import logging
 import os
-import uuid
-from pathlib import Path
+import stat
 from typing import Any
 
 from ..protocol import methods as m
-from ._files import SUFFIX, int_field, parse_line, valid_run_id
+from ..statedir import Folder, StateDir, sign, signed, warn_once
+from ._files import SUFFIX, int_field, lines, valid_run_id
 
 logger = logging.getLogger(__name__)
 
@@ -29,18 +37,21 @@ META = "$/meta"
 PROMPT_SUMMARY_MAX = 200
 """Prompts in ``RunSummary`` are cut to this many characters."""
 INDEX_NAME = "run-index.json"
-_INDEX_VERSION = 1
+MAX_INDEX_BYTES = 64 * 1024 * 1024
+"""The largest ``run-index.json`` read (about 200 bytes a run): a larger one is rebuilt."""
+_INDEX_VERSION = 2
+_PURPOSE = "run-index"
 _PERSIST_EVERY = 64
 """Persist the index after this many changed entries (and after the first build), so
 warm listings rarely pay for writing it and a cold start re-reads at most this many."""
 
-Key = tuple[int, int, int]
+Key = tuple[int, int, int, int]
 
 
 class Entry:
     """What the index keeps per transcript file."""
 
-    __slots__ = ("iterations", "key", "prompt", "started_at", "status", "tools")
+    __slots__ = ("checked", "iterations", "key", "prompt", "started_at", "status", "tools")
 
     def __init__(
         self, key: Key, status: str | None, prompt: str, started_at: str, iterations: int,
@@ -52,6 +63,8 @@ class Entry:
         self.started_at = started_at
         self.iterations = iterations
         self.tools = tools
+        self.checked = True
+        """Whether this process compared it with its file (not yet, when loaded)."""
 
     def dump(self) -> list[Any]:
         return [list(self.key), self.status, self.prompt, self.started_at, self.iterations,
@@ -61,27 +74,35 @@ class Entry:
     def load(cls, row: Any) -> Entry | None:
         try:
             key, status, prompt, started_at, iterations, tools = row
-            ino, size, mtime = key
+            ino, size, mtime, ctime = key
             if not (isinstance(status, str) or status is None):
                 return None
-            return cls((int(ino), int(size), int(mtime)), status, str(prompt), str(started_at),
-                       int(iterations), int(tools))  # fmt: skip
+            entry = cls((int(ino), int(size), int(mtime), int(ctime)), status, str(prompt),
+                        str(started_at), int(iterations), int(tools))  # fmt: skip
         except (TypeError, ValueError):
             return None
+        entry.checked = False
+        return entry
 
 
-def read_entry(path: Path, key: Key) -> Entry:
+def _key(info: os.stat_result) -> Key:
+    return (info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
+
+
+def read_entry(runs: Folder, name: str) -> Entry | None:
     """One transcript's entry: its ``$/meta``, and its counts from ``run/finished`` (or
-    from its lines, for a run that has not finished)."""
+    from its lines, for a run that has not finished). ``None`` when the name is no
+    longer a regular file (swapped since the scan: skipped, never waited on)."""
+    fd = runs.open_read(name)
+    if fd is None:
+        return None
     meta: dict[str, Any] = {}
     iterations = tools = 0
     status: str | None = None
-    try:
-        with path.open("rb") as handle:
-            for raw in handle:
-                event = parse_line(raw)
-                if event is None:
-                    continue
+    with os.fdopen(fd, "rb") as handle:
+        key = _key(os.fstat(handle.fileno()))
+        try:
+            for event in lines(handle):
                 method, params = event.get("method"), event["params"]
                 if method == META and not meta:
                     meta = params
@@ -96,8 +117,8 @@ def read_entry(path: Path, key: Key) -> Entry:
                     history = result.get("toolCallHistory")
                     tools = len(history) if isinstance(history, list) else 0
                     break
-    except OSError:
-        pass
+        except OSError:
+            pass
     # A run that has not finished is "running" or "failed" depending on its lock,
     # checked at listing time (a lock is not a file change).
     prompt = str(meta.get("prompt", ""))[:PROMPT_SUMMARY_MAX]
@@ -108,9 +129,8 @@ class RunIndex:
     """The entries of one state dir's transcripts, in memory and in ``run-index.json``.
     Not thread-safe: the store calls it under its lock."""
 
-    def __init__(self, runs_dir: Path, index_path: Path) -> None:
-        self.runs_dir = runs_dir
-        self.path = index_path
+    def __init__(self, state: StateDir) -> None:
+        self.state = state
         self._entries: dict[str, Entry] | None = None
         self.changed = True
         """Whether the last refresh found anything new (or was the first)."""
@@ -118,36 +138,43 @@ class RunIndex:
 
     def refresh(self) -> dict[str, Entry]:
         """Bring the entries up to date with the directory: one scan, one ``stat`` per
-        unfinished file, re-reading only files that are new or changed."""
+        unfinished file (and per entry loaded from disk, once), re-reading only files
+        that are new or changed. Anything but a regular file is skipped."""
         old = self._entries if self._entries is not None else self._load()
         first = self._entries is None
         fresh: dict[str, Entry] = {}
         changed = 0
         try:
-            scan = os.scandir(self.runs_dir)
+            runs = self.state.folder("runs")
         except OSError:
-            scan = None
-        if scan is not None:
-            with scan:
-                for item in scan:
+            runs = None  # a link or a file where the folder should be: no runs
+        if runs is not None:
+            with runs:
+                for item in runs.entries():
                     name = item.name
                     if not name.endswith(SUFFIX):
                         continue
                     run_id = name[: -len(SUFFIX)]
-                    entry = old.get(run_id)
-                    if entry is not None and entry.status is not None:
+                    entry, inode = old.get(run_id), item.inode()
+                    if entry is None:
+                        if not valid_run_id(run_id):
+                            continue
+                    elif entry.checked and entry.status is not None and entry.key[0] == inode:
                         fresh[run_id] = entry  # a finished transcript never changes again
                         continue
-                    if not valid_run_id(run_id):
-                        continue
                     try:
-                        st = item.stat()
+                        info = item.stat(follow_symlinks=False)
                     except OSError:
                         continue
-                    key = (st.st_ino, st.st_size, st.st_mtime_ns)
-                    if entry is None or entry.key != key:
-                        entry = read_entry(Path(item.path), key)
+                    if not stat.S_ISREG(info.st_mode):
+                        warn_once(runs.path / name, "not a regular file")
+                        continue
+                    if entry is None or entry.key != _key(info):
+                        entry = read_entry(runs, name)
+                        if entry is None:
+                            continue
                         changed += 1
+                    entry.checked = True
                     fresh[run_id] = entry
         changed += len(old.keys() - fresh.keys())
         self.changed = bool(changed) or first
@@ -158,13 +185,36 @@ class RunIndex:
         return fresh
 
     def _load(self) -> dict[str, Entry]:
+        """The entries of ``run-index.json`` if this state dir signed it; else none."""
         try:
-            data = json.loads(self.path.read_bytes())
-        except (OSError, ValueError, RecursionError):
+            top = self.state.folder()
+        except OSError:
             return {}
-        if not isinstance(data, dict) or data.get("version") != _INDEX_VERSION:
+        if top is None:
             return {}
-        rows = data.get("runs")
+        with top:
+            try:
+                data = top.read_bytes(INDEX_NAME, MAX_INDEX_BYTES)
+            except OSError:
+                return {}
+            path = top.path / INDEX_NAME
+        if data is None:
+            return {}
+        header, _, body = data.partition(b"\n")
+        try:
+            head = json.loads(header)
+        except (ValueError, RecursionError):
+            return {}
+        if not isinstance(head, dict) or head.get("version") != _INDEX_VERSION:
+            return {}  # an older daemon's: rebuilt
+        key = self.state.key(_PURPOSE)
+        if key is None or not signed(key, body, head.get("mac")):
+            warn_once(path, "not signed with this state dir's secret; rebuilt from the transcripts")
+            return {}
+        try:
+            rows = json.loads(body)
+        except (ValueError, RecursionError):
+            return {}
         if not isinstance(rows, dict):
             return {}
         out = {}
@@ -175,14 +225,20 @@ class RunIndex:
         return out
 
     def _save(self, entries: dict[str, Entry]) -> None:
-        """Atomically replace the index file; failing to write it only costs re-reads."""
-        data = {"version": _INDEX_VERSION, "runs": {k: e.dump() for k, e in entries.items()}}
-        temp = self.path.with_name(f".{INDEX_NAME}.{uuid.uuid4().hex}.tmp")
+        """Atomically replace the index file, signed; failing to write it (no secret, a
+        read-only state dir) only costs re-reads."""
+        key = self.state.key(_PURPOSE)
+        if key is None:
+            return
+        body = json.dumps({k: e.dump() for k, e in entries.items()}, separators=(",", ":"))
+        data = body.encode("utf-8")
+        head = json.dumps({"version": _INDEX_VERSION, "mac": sign(key, data)})
         try:
-            temp.write_text(json.dumps(data, separators=(",", ":")), encoding="utf-8")
-            os.replace(temp, self.path)
+            top = self.state.folder()
+            if top is None:
+                return
+            with top:
+                top.replace(INDEX_NAME, head.encode("utf-8") + b"\n" + data)
             self._dirty = 0
-        except (OSError, ValueError) as exc:
-            logger.debug("cannot write the run index %s: %s", self.path, exc)
-            with contextlib.suppress(OSError):
-                temp.unlink()
+        except OSError as exc:
+            logger.debug("cannot write the run index in %s: %s", self.state.path, exc)

@@ -9,8 +9,11 @@ Claiming
     the ``OSError`` and its writes become no-ops.
 
 Reading
-    Files are read in binary and decoded line by line; a line that is not UTF-8, not
-    JSON, or too deeply nested is skipped. A run with no ``run/finished`` line and no
+    Files are opened beneath the state dir's pinned descriptor without following a link,
+    regular files only (a FIFO or a device planted at a run's name is skipped, never
+    waited on), read in binary and decoded line by line; a line that is not UTF-8, not
+    JSON, too deeply nested, longer than ``MAX_LINE_BYTES`` or not of its wire shape is
+    skipped. A run with no ``run/finished`` line and no
     live writer was interrupted: it reads ``failed`` with ``RunInterruptedError``'s
     code and a ``durationMs`` from ``$/meta.startedAt`` to the file's mtime (the time
     of its last write, hence of its last event).
@@ -23,6 +26,8 @@ wrote: this layer knows those shapes, not the wire classes.
 from __future__ import annotations
 
 import logging
+import os
+import stat
 import threading
 from collections.abc import Iterator
 from datetime import datetime
@@ -33,6 +38,7 @@ from cleveragents.tool import Message, ToolCallRecord
 
 from ..protocol import ParamsError, structure, wire
 from ..protocol import methods as m
+from ..statedir import Folder, StateDir
 from ._conversation import rebuild
 from ._errors import RunInterruptedError, RunNotFoundError, RunStateError
 from ._files import (
@@ -40,12 +46,12 @@ from ._files import (
     Transcript,
     create_locked,
     int_field,
+    lines,
     locked,
     os_text,
-    parse_line,
     valid_run_id,
 )
-from ._index import INDEX_NAME, META, Entry, RunIndex
+from ._index import META, Entry, RunIndex
 
 logger = logging.getLogger(__name__)
 
@@ -59,8 +65,10 @@ class TranscriptStore:
 
     def __init__(self, state_dir: Path) -> None:
         self.state_dir = state_dir
+        self.state = StateDir(state_dir)
+        """The state dir by descriptor, for every open beneath it."""
         self.runs_dir = state_dir / "runs"
-        self._index = RunIndex(self.runs_dir, state_dir / INDEX_NAME)
+        self._index = RunIndex(self.state)
         self._live: set[str] = set()  # claimed by this store and not closed yet
         self._listing: list[dict[str, Any]] | None = None
         self._lock = threading.Lock()  # summaries() runs in worker threads
@@ -75,8 +83,10 @@ class TranscriptStore:
         whose writes are no-ops."""
         path = self.path(run_id)
         try:
-            self.runs_dir.mkdir(parents=True, exist_ok=True)
-            fd = create_locked(path)
+            runs = self.state.folder("runs", create=True)
+            assert runs is not None
+            with runs:
+                fd = create_locked(runs, path.name)
         except FileExistsError:
             raise RunStateError(f"run id {run_id!r} is already in use") from None
         except OSError as exc:
@@ -96,7 +106,16 @@ class TranscriptStore:
         """Whether a writer holds the run's lock (this process or another)."""
         if run_id in self._live:
             return True
-        return locked(self.path(run_id))
+        return self._locked(run_id)
+
+    def _locked(self, run_id: str) -> bool:
+        name = self.path(run_id).name
+        with self._runs() as runs:
+            return runs is not None and locked(runs, name)
+
+    def _runs(self) -> _Runs:
+        """The ``runs`` folder for reading (``None`` inside when missing or refused)."""
+        return _Runs(self.state)
 
     # -- reading -----------------------------------------------------------------------
 
@@ -106,25 +125,32 @@ class TranscriptStore:
         return self.runs_dir / f"{run_id}{SUFFIX}"
 
     def exists(self, run_id: str) -> bool:
-        return valid_run_id(run_id) and self.path(run_id).exists()
+        if not valid_run_id(run_id):
+            return False
+        name = self.path(run_id).name
+        with self._runs() as runs:
+            info = runs.lstat(name) if runs is not None else None
+        return info is not None and stat.S_ISREG(info.st_mode)
 
     def live_elsewhere(self, run_id: str) -> bool:
         """Whether another process (another daemon on this state dir) is running it."""
-        return valid_run_id(run_id) and locked(self.path(run_id))
+        return valid_run_id(run_id) and self._locked(run_id)
 
     def events(self, run_id: str) -> Iterator[dict[str, Any]]:
         """The events of a transcript; unreadable lines (a torn last line, bytes that are
-        not UTF-8 or not JSON) are skipped."""
-        path = self.path(run_id)
-        try:
-            handle = path.open("rb")
-        except FileNotFoundError:
-            raise RunNotFoundError(f"unknown run {run_id!r}") from None
-        with handle:
-            for raw in handle:
-                event = parse_line(raw)
-                if event is not None:
-                    yield event
+        not UTF-8 or not JSON, a line over ``MAX_LINE_BYTES``) are skipped. A name that
+        is not a regular file (a link, a FIFO) is no run."""
+        name = self.path(run_id).name
+        with self._runs() as runs:
+            fd = runs.open_read(name) if runs is not None else None
+        if fd is None:
+            raise RunNotFoundError(f"unknown run {run_id!r}")
+        return self._events(fd)
+
+    @staticmethod
+    def _events(fd: int) -> Iterator[dict[str, Any]]:
+        with os.fdopen(fd, "rb") as handle:
+            yield from lines(handle)
 
     def result(self, run_id: str) -> dict[str, Any]:
         """The run's ``RunResult`` as wire data: its ``run/finished`` result, or for an
@@ -194,11 +220,15 @@ class TranscriptStore:
 
     def _interrupted_duration(self, run_id: str, started_at: str) -> float:
         """From ``$/meta.startedAt`` to the file's last write: the time of its last event."""
+        with self._runs() as runs:
+            info = runs.lstat(self.path(run_id).name) if runs is not None else None
         try:
             start = datetime.fromisoformat(started_at).timestamp()
-            end = self.path(run_id).stat().st_mtime
-        except (ValueError, OSError):
+        except ValueError:
             return 0.0
+        if info is None:
+            return 0.0
+        end = info.st_mtime
         return round(max(0.0, end - start) * 1000.0, 3)
 
     # -- the index ---------------------------------------------------------------------
@@ -226,7 +256,7 @@ class TranscriptStore:
     def _summary(self, run_id: str, entry: Entry, live_here: set[str]) -> dict[str, Any]:
         status, active = entry.status, False
         if status is None:
-            active = run_id in live_here or locked(self.runs_dir / f"{run_id}{SUFFIX}")
+            active = run_id in live_here or self._locked(run_id)
             status = "running" if active else "failed"
         return {
             "runId": run_id, "status": status, "prompt": entry.prompt,
@@ -244,3 +274,23 @@ def _fits(data: Any, cls: type) -> bool:
         logger.warning("skipped a transcript line whose %s does not fit its type", cls.__name__)
         return False
     return True
+
+
+class _Runs:
+    """``with store._runs() as runs``: the ``runs`` folder, or ``None`` when it does not
+    exist or is refused (a link planted in its place)."""
+
+    def __init__(self, state: StateDir) -> None:
+        self._state = state
+        self._folder: Folder | None = None
+
+    def __enter__(self) -> Folder | None:
+        try:
+            self._folder = self._state.folder("runs")
+        except OSError:
+            self._folder = None
+        return self._folder
+
+    def __exit__(self, *exc: object) -> None:
+        if self._folder is not None:
+            self._folder.close()
