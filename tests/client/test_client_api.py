@@ -158,3 +158,17 @@ def test_the_client_s_run_events_are_every_notification_a_run_sends() -> None:
     }  # fmt: skip
     assert per_run == RUN_EVENTS
     assert len(per_run) == 6
+
+
+async def test_a_run_s_listener_hears_the_reasoning_before_the_text(tmp_path: Path) -> None:
+    heard: list[tuple[str, str]] = []
+
+    def listen(method: str, params: dict[str, Any]) -> None:
+        if method in ("run/reasoningDelta", "run/messageDelta"):
+            heard.append((method, params["text"]))
+
+    model = scripted({"reasoning": "Think twice.", "content": "Said once."})
+    async with await Client.spawn(tmp_path, state_dir=tmp_path / "state") as client:
+        result = await client.run("go", model=model, on_event=listen)
+    assert heard == [("run/reasoningDelta", "Think twice."), ("run/messageDelta", "Said once.")]
+    assert result["content"] == "Said once."
