@@ -41,6 +41,7 @@ from ._errors import CapabilityError
 from ._outputs import OutputCap
 from ._request import RunRequest
 from ._run import Run, RunObserver
+from ._settings import warn_if_state_dir_inside
 
 if TYPE_CHECKING:
     from ._service import RunService
@@ -131,7 +132,9 @@ async def _prepare(
     if model is None:
         assert spec is not None
         model = await asyncio.to_thread(service.model, spec)
-    pinned = await asyncio.to_thread(PinnedRoot.open, sandbox_root)
+    # The state dir, when the root holds it, is a subtree no built-in tool touches.
+    pinned = await asyncio.to_thread(PinnedRoot.open, sandbox_root, (str(settings.state_dir),))
+    warn_if_state_dir_inside(settings.state_dir, (sandbox_root,))
     transcript = await asyncio.to_thread(service.store.claim, run_id)  # the last check
     layer = ToolRegistry(parent=base, allow=request.tools)
     run = Run(

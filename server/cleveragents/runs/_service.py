@@ -44,7 +44,7 @@ from ._mcp import McpServers
 from ._prepare import Prepared, prepare
 from ._request import RunRequest
 from ._run import TRANSCRIPT_FAILED, Run, RunHandle, RunObserver
-from ._settings import RunSettings
+from ._settings import RunSettings, warn_if_state_dir_inside
 
 logger = logging.getLogger(__name__)
 
@@ -88,6 +88,7 @@ class RunService:
             self.registry.register(spec)
         self.builtin_names = [spec.name for spec in tools]
         self.store = TranscriptStore(settings.state_dir)
+        warn_if_state_dir_inside(settings.state_dir, settings.workspace_folders)
         self.active: dict[str, Run] = {}
         self.starting: set[str] = set()
         self.conversations = Conversations()

@@ -2,11 +2,17 @@
 
 A face builds them from its command line and its handshake (LSP's ``initialize``, the
 terminal's flags and ``config.toml``), then builds the ``RunService`` from them.
+
+:func:`warn_if_state_dir_inside` checks the one setting a user can get dangerously
+wrong: a state dir inside a sandbox root (a per-project ``--state-dir .cleveragents``,
+an editor opened on a folder that holds it).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import logging
+import os
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +21,10 @@ import attrs
 from ..mcp import McpServerConfig
 from ._outputs import DEFAULT_MAX_TOOL_OUTPUT_BYTES
 
+logger = logging.getLogger(__name__)
+
 DEFAULT_MAX_ITERATIONS = 25
+_warned: set[tuple[str, str]] = set()
 
 
 @attrs.frozen(kw_only=True)
@@ -38,3 +47,29 @@ class RunSettings:
     """Environment names the shell (and MCP servers) may see."""
     mcp_servers: tuple[McpServerConfig, ...] = ()
     """Service-wide MCP servers, started with the service."""
+
+
+def state_dir_inside(state_dir: Path, roots: Iterable[str]) -> str | None:
+    """The first of ``roots`` that holds the state dir (or is it), by real paths."""
+    state = os.path.realpath(state_dir)
+    for root in roots:
+        real = os.path.realpath(root)
+        if state == real or state.startswith(real.rstrip(os.sep) + os.sep):
+            return root
+    return None
+
+
+def warn_if_state_dir_inside(state_dir: Path, roots: Iterable[str]) -> None:
+    """Warn, once per state dir and root, when a sandbox root holds the state dir: the
+    built-in file tools refuse to touch it and a confined shell does not see it, but an
+    unconfined command could plant files there."""
+    root = state_dir_inside(state_dir, roots)
+    if root is None or (str(state_dir), root) in _warned:
+        return
+    _warned.add((str(state_dir), root))
+    logger.warning(
+        "the state dir %s lies inside the sandbox root %s: the built-in file tools refuse "
+        "to read or write it and a confined shell does not see it, but a command run "
+        "without bubblewrap can change it; choose a state dir outside the workspace "
+        "(--state-dir, or XDG_STATE_HOME)", state_dir, root,
+    )  # fmt: skip

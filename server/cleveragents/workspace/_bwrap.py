@@ -132,8 +132,13 @@ def bwrap_argv(
     command: str,
     root_fd: int | None = None,
     started_fd: int | None = None,
+    hidden: Sequence[str] = (),
 ) -> list[str]:
     """The full bwrap command line for one command (order matters: later mounts win).
+
+    Each of ``hidden`` (a folder beneath the root: the daemon's state dir, when the root
+    holds it) is covered by an empty tmpfs mounted after the root, so the command
+    neither reads nor changes what is there.
 
     With ``root_fd`` (passed to bwrap), the root mounted is that open directory,
     whatever its name leads to by the time bwrap runs (the run's pinned root).
@@ -149,7 +154,8 @@ def bwrap_argv(
     if started_fd is not None:
         mark = f"printf {STARTED.decode()} > /proc/self/fd/{started_fd}"
         run = ["/bin/sh", "-c", f'{mark} && exec /bin/sh -c "$1"', "sh", command]
-    return [bwrap, *flags, *bind, root_real, "--chdir", root_real, *run]
+    covers = [flag for path in hidden for flag in ("--tmpfs", path)]
+    return [bwrap, *flags, *bind, root_real, *covers, "--chdir", root_real, *run]
 
 
 def marked(started_r: int) -> bool:

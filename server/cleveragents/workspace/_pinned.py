@@ -5,6 +5,9 @@
   :func:`root_descriptor` hands out copies of its descriptor.
 * :func:`open_directory_at` and :func:`open_regular_at`: open one name beneath an open
   directory, never following a symlink, never blocking on a FIFO.
+* :class:`Denied`: a subtree beneath the root that no built-in tool may read or write
+  (the daemon's state dir, when the root holds it); :func:`denied_beneath` gives the
+  active pin's.
 
 Everything the tools open is reached from the pinned descriptor, never through a new
 resolution of the root's name, so a root swapped mid-run cannot move a call out of the
@@ -19,7 +22,7 @@ import contextvars
 import os
 import stat
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 
 import attrs
 
@@ -57,6 +60,30 @@ class _RootDescriptor:
 
 
 @attrs.frozen
+class Denied:
+    """A subtree beneath a pinned root that the built-in tools neither read nor write:
+    its real path, and the identity of its directory when it existed at the pin (so a
+    rename of it is still recognised by an open walking the tree)."""
+
+    real: str
+    device: int = -1
+    inode: int = -1
+
+    @classmethod
+    def of(cls, path: str) -> Denied:
+        real = os.path.realpath(path)
+        try:
+            info = os.stat(real)
+        except OSError:
+            return cls(real)
+        return cls(real, info.st_dev, info.st_ino)
+
+    def holds(self, info: os.stat_result) -> bool:
+        """Whether ``info`` (of a directory opened on the way) is this subtree's top."""
+        return (info.st_dev, info.st_ino) == (self.device, self.inode)
+
+
+@attrs.frozen
 class PinnedRoot:
     """A run's sandbox root as it was at ``run/start``: its real path, its inode and,
     while active, an open descriptor of it.
@@ -73,13 +100,21 @@ class PinnedRoot:
     real: str
     device: int
     inode: int
+    denied: tuple[Denied, ...] = ()
+    """Subtrees beneath the root no built-in tool may read or write."""
     _descriptor: _RootDescriptor = attrs.field(factory=_RootDescriptor, eq=False, repr=False)
 
     @classmethod
-    def open(cls, root: str) -> PinnedRoot:
+    def open(cls, root: str, denied: Iterable[str] = ()) -> PinnedRoot:
+        """Pin ``root``; those of ``denied`` (the daemon's state dir) that lie beneath it,
+        or are it, become subtrees the built-in tools refuse."""
         real = real_root(root)
         info = os.stat(real)
-        return cls(os.path.normpath(root), real, info.st_dev, info.st_ino)
+        inside = tuple(
+            Denied.of(path) for path in denied
+            if _within(os.path.realpath(path), real)
+        )  # fmt: skip
+        return cls(os.path.normpath(root), real, info.st_dev, info.st_ino, inside)
 
     @contextlib.contextmanager
     def activate(self) -> Iterator[None]:
@@ -137,6 +172,19 @@ def _open_same_directory(real: str, device: int, inode: int) -> int | None:
         os.close(fd)
         return None
     return fd
+
+
+def _within(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
+
+
+def denied_beneath(root_real: str) -> tuple[Denied, ...]:
+    """The subtrees no built-in tool may touch beneath ``root_real``: the active pin's,
+    when it pinned that root (none outside a run)."""
+    pinned = _PINNED.get()
+    if pinned is not None and root_real == pinned.real:
+        return pinned.denied
+    return ()
 
 
 def real_root(root: str) -> str:

@@ -16,6 +16,10 @@ patterns), then opens what it resolved with :func:`open_beneath` (files through
 * For writes, a regular file with more than one hard link is refused: it may be the same
   inode as a file outside the root.
 * Percent-encoding and ``~`` are not interpreted: ``%2e%2e`` is a file name.
+* A denied subtree of the run's pin (the daemon's state dir, when the root holds it:
+  :class:`~cleveragents.workspace._pinned.Denied`) is neither read nor written: a path
+  resolving into it is refused, and an open that meets its directory on the way (the
+  directory renamed since) fails the same way.
 
 Every refusal is a :class:`~cleveragents.workspace.SandboxViolationError` whose message
 names the path as the model gave it and the rule it broke.
@@ -46,7 +50,16 @@ from pathlib import Path
 from cleveragents.tool import CleverAgentsError, JSONValue
 
 from ._errors import SandboxViolationError, WorkspaceToolError, show
-from ._pinned import DIRECTORY_FLAGS, O_CLOEXEC, O_NOFOLLOW, O_NONBLOCK, real_root, root_descriptor
+from ._pinned import (
+    DIRECTORY_FLAGS,
+    O_CLOEXEC,
+    O_NOFOLLOW,
+    O_NONBLOCK,
+    Denied,
+    denied_beneath,
+    real_root,
+    root_descriptor,
+)
 
 PATH_MAX = 4096
 """Longest path accepted, in bytes (Linux ``PATH_MAX`` including the terminating NUL)."""
@@ -132,6 +145,9 @@ def resolve_path(root: str, user_path: str, *, for_write: bool = False, what: st
         raise SandboxViolationError(
             f"{what} {shown} is or passes through a symlink pointing outside the sandbox root"
         )
+    for denied in denied_beneath(root_real):
+        if is_within(real, denied.real):
+            raise denied_error(shown, denied, what)
     try:
         info = os.stat(real)
     except FileNotFoundError:
@@ -148,6 +164,13 @@ def resolve_path(root: str, user_path: str, *, for_write: bool = False, what: st
     if for_write and stat.S_ISREG(info.st_mode) and info.st_nlink > 1:
         raise SandboxViolationError(hard_link_message(shown, info.st_nlink, what))
     return Path(real)
+
+
+def denied_error(shown: str, denied: Denied, what: str = "path") -> SandboxViolationError:
+    return SandboxViolationError(
+        f"{what} {shown} is in the daemon's state dir {show(denied.real)}, which the "
+        "built-in tools neither read nor write"
+    )
 
 
 def hard_link_message(shown: str, nlink: int, what: str = "path") -> str:
@@ -189,6 +212,7 @@ def open_beneath(
     parts = [] if rel == os.curdir else rel.split(os.sep)
     if os.pardir in parts:  # resolve_path never returns such a path
         raise SandboxViolationError(f"path {shown} escapes the sandbox root")
+    denied = denied_beneath(root_real)
     dir_fd = root_descriptor(root_real)
     try:
         if not parts:
@@ -197,13 +221,31 @@ def open_beneath(
             next_fd = _open_dir(part, dir_fd, shown, create=create_parents)
             os.close(dir_fd)
             dir_fd = next_fd
+            _refuse_denied(dir_fd, denied, shown)
         try:
-            return os.open(parts[-1], flags | O_NOFOLLOW | O_CLOEXEC, mode, dir_fd=dir_fd)
+            fd = os.open(parts[-1], flags | O_NOFOLLOW | O_CLOEXEC, mode, dir_fd=dir_fd)
         except OSError as exc:
             _raise_if_symlink(exc, parts[-1], dir_fd, shown)
             raise
+        try:
+            _refuse_denied(fd, denied, shown)
+        except BaseException:
+            os.close(fd)
+            raise
+        return fd
     finally:
         os.close(dir_fd)
+
+
+def _refuse_denied(fd: int, denied: tuple[Denied, ...], shown: str) -> None:
+    """Refuse a directory met on the way that is a denied subtree's top (renamed since
+    the path was resolved)."""
+    if not denied:
+        return
+    info = os.fstat(fd)
+    for each in denied:
+        if each.holds(info):
+            raise denied_error(shown, each)
 
 
 def open_regular(

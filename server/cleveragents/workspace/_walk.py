@@ -11,7 +11,8 @@ through that descriptor. A directory swapped for a symlink after its parent was 
 then fails to open (``ELOOP``/``ENOTDIR``) and is skipped, never followed; and a swap of
 the root's own name cannot move the walk. It is iterative (an explicit stack, so no
 recursion limit) and holds at most one descriptor per level, under the depth cap.
-``.gitignore`` files are opened beneath the same descriptors.
+``.gitignore`` files are opened beneath the same descriptors. A denied subtree of the
+run's pin (the daemon's state dir) is neither listed nor entered.
 
 It does not know the tools, their arguments, outputs or limits, nor how a path the model
 gave is checked: callers pass already resolved real paths (see
@@ -29,7 +30,7 @@ import attrs
 
 from ._errors import name_some, show
 from ._globs import GitIgnore
-from ._pinned import open_directory_at, root_descriptor
+from ._pinned import denied_beneath, open_directory_at, root_descriptor
 from ._sandbox import relative_to_root
 
 DEFAULT_MAX_DEPTH = 256
@@ -115,6 +116,7 @@ class Walk:
 
     def __iter__(self) -> Iterator[Entry]:
         stack: list[_Frame] = []
+        denied = {each.real for each in denied_beneath(self.root_real)}  # the state dir
         try:
             base = self._open_base()
             if base is None:
@@ -140,6 +142,8 @@ class Walk:
                 if self.ignore.ignored(rel_root, is_dir):
                     continue
                 real = os.path.join(frame.real, name)
+                if is_dir and real in denied:
+                    continue  # neither listed nor searched, nor entered
                 yield Entry(rel_root, frame.rel_base + name, real, is_dir)
                 if not is_dir or not (self.max_depth is None or frame.depth < self.max_depth):
                     continue

@@ -70,7 +70,7 @@ from ._bwrap import (
 from ._capture import Capture, drain, partial
 from ._errors import WorkspaceToolError
 from ._limits import WorkspaceLimits
-from ._pinned import root_descriptor
+from ._pinned import denied_beneath, root_descriptor
 from ._process import KILL_GRACE_S, exited, terminate
 from ._sandbox import sandbox_root
 from ._shell_env import (
@@ -181,7 +181,8 @@ class ShellTool:
         """The full bwrap command line for one command, with this tool's mounts (see
         :func:`~cleveragents.workspace._bwrap.bwrap_argv`)."""
         flags = common_flags(self._userns, self.hidden_paths, self.extra_ro_paths)
-        return bwrap_argv(bwrap, flags, root_real, command, root_fd, started_fd)
+        hidden = [each.real for each in denied_beneath(root_real)]  # the state dir
+        return bwrap_argv(bwrap, flags, root_real, command, root_fd, started_fd, hidden)
 
     # ------------------------------------------------------------------ running
 
