@@ -60,7 +60,8 @@ async def test_streams_a_plain_answer_with_usage(server: LoopbackServer) -> None
     response = await call(make_request(HISTORY, deltas=deltas))
     await call.aclose()
     assert deltas == ["Hel", "lo."]
-    assert response == LLMResponse("Hello.", [], Usage(12, 7), "STOP", origin="gemini:gemini-test")
+    usage = Usage(12, 7, reasoning_tokens=2)  # thoughtsTokenCount, part of the output
+    assert response == LLMResponse("Hello.", [], usage, "STOP", origin="gemini:gemini-test")
     [sent] = server.requests
     assert sent.path == PATH
     assert sent.headers["x-goog-api-key"] == KEY

@@ -1,8 +1,14 @@
 """The Gemini codec (``ToolCallRouter("gemini")``): its name lead, tool lists with
 cleaned schemas, histories (``model`` role, function parts), whole responses and
-streamed ``GenerateContentResponse`` chunks.
+streamed ``GenerateContentResponse`` chunks, thought summaries and thought signatures.
 
-Every mapping is checked by full-object equality against a literal payload.
+Every mapping is checked by full-object equality against a literal payload. The
+signature rules are Gemini's (ai.google.dev/gemini-api/docs/thought-signatures): "you
+must return this signature in the exact part where it was received"; for parallel calls
+"the thought_signature is attached only to the first functionCall part"; "the model may
+return the thought signature in a part with an empty text content part" when streaming;
+and (docs/thinking) "Don't merge one part with a signature with another part without a
+signature."
 """
 
 from __future__ import annotations
@@ -19,6 +25,7 @@ from toolkit import HISTORY, SCHEMAS
 from cleveragents.tool import (
     LLMResponse,
     Message,
+    Reasoning,
     ToolCall,
     ToolCallRouter,
     ToolSchema,
@@ -293,8 +300,9 @@ def test_gemini_response_maps_parts_and_gets_deterministic_call_ids() -> None:
             ToolCall("call_4_0", "builtin/file-read", {"path": "a"}),
             ToolCall("call_4_1", "server:local/tool", {}),
         ],
-        usage=Usage(30, 9),
+        usage=Usage(30, 9, reasoning_tokens=4),
         stop_reason="STOP",
+        reasoning=[Reasoning("thinking...")],
     )
     assert ToolCallRouter("gemini").parse_response(payload, iteration=4) == expected
     assert ToolCallRouter("gemini").parse_response(payload, iteration=4) == expected
@@ -356,3 +364,173 @@ def test_gemini_stream_appends_text_and_numbers_calls_across_chunks() -> None:
         usage=Usage(8, 6),
         stop_reason="STOP",
     )
+
+
+# -- reasoning, thought signatures and usage ---------------------------------------------
+
+
+def gchunk(*parts: dict[str, Any], **candidate: Any) -> dict[str, Any]:
+    return {"candidates": [{"content": {"role": "model", "parts": list(parts)}, **candidate}]}
+
+
+def as_message(response: LLMResponse) -> Message:
+    """The assistant message the loop keeps of a response."""
+    return Message(
+        "assistant",
+        response.content,
+        response.tool_calls,
+        reasoning=response.reasoning,
+        state=response.state,
+        origin=response.origin,
+    )
+
+
+def test_gemini_usage_reports_cached_and_thought_tokens_from_its_own_fields() -> None:
+    meta = {
+        "promptTokenCount": 100,
+        "cachedContentTokenCount": 80,
+        "candidatesTokenCount": 5,
+        "thoughtsTokenCount": 7,
+        "totalTokenCount": 112,
+    }
+    response = ToolCallRouter("gemini").parse_response(
+        {**gchunk({"text": "ok"}, finishReason="STOP"), "usageMetadata": meta}, iteration=1
+    )
+    # prompt includes the cached tokens; output includes the thoughts
+    assert response.usage == Usage(100, 12, cache_read_tokens=80, reasoning_tokens=7)
+
+
+def test_gemini_thought_summaries_stream_as_reasoning_before_the_answer() -> None:
+    accumulator = ToolCallRouter("gemini").stream(iteration=1)
+    seen = []
+    for chunk in [
+        gchunk({"text": "Plan: read", "thought": True}),
+        gchunk({"text": " it first.", "thought": True}),
+        gchunk({"text": "Done."}, finishReason="STOP"),
+    ]:
+        text = accumulator.feed(chunk)
+        seen.append((accumulator.take_reasoning(), text))
+    assert seen == [("Plan: read", ""), (" it first.", ""), ("", "Done.")]
+    response = accumulator.result()
+    assert response.content == "Done."
+    assert response.reasoning == [Reasoning("Plan: read it first.")]
+    assert response.state is None
+
+
+def test_gemini_signatures_stay_with_the_call_part_they_came_on() -> None:
+    accumulator = ToolCallRouter("gemini", origin="gemini:m").stream(iteration=3)
+    for chunk in [
+        gchunk({"text": "Both files.", "thought": True}),
+        gchunk({"functionCall": {"name": "t", "args": {"n": 1}}, "thoughtSignature": "U0lHLUE="}),
+        gchunk({"functionCall": {"name": "t", "args": {"n": 2}}}, finishReason="STOP"),
+    ]:
+        accumulator.feed(chunk)
+    response = accumulator.result()
+    assert response.tool_calls == [
+        ToolCall("call_3_0", "t", {"n": 1}, state={"thoughtSignature": "U0lHLUE="}),
+        ToolCall("call_3_1", "t", {"n": 2}),
+    ]
+    assert response.reasoning == [Reasoning("Both files.")]  # unsigned: nothing to send back
+    sent = ToolCallRouter("gemini", origin="gemini:m").messages([as_message(response)])
+    assert sent.messages == [
+        {
+            "role": "model",
+            "parts": [
+                {"functionCall": {"name": "t", "args": {"n": 1}}, "thoughtSignature": "U0lHLUE="},
+                {"functionCall": {"name": "t", "args": {"n": 2}}},
+            ],
+        }
+    ]
+
+
+def test_gemini_text_signature_on_an_empty_closing_part_goes_back_as_its_own_part() -> None:
+    accumulator = ToolCallRouter("gemini", origin="gemini:m").stream(iteration=1)
+    for chunk in [
+        gchunk({"text": "Hel"}),
+        gchunk({"text": "lo."}),
+        gchunk({"text": "", "thoughtSignature": "VC1TSUc="}, finishReason="STOP"),
+    ]:
+        accumulator.feed(chunk)
+    response = accumulator.result()
+    assert response.content == "Hello."
+    assert response.state == {
+        "signedParts": [{"thoughtSignature": "VC1TSUc=", "length": 0, "after": 0}]
+    }
+    sent = ToolCallRouter("gemini", origin="gemini:m").messages([as_message(response)])
+    assert sent.messages[0]["parts"] == [
+        {"text": "Hello."},
+        {"text": "", "thoughtSignature": "VC1TSUc="},
+    ]
+
+
+def test_gemini_signed_thought_and_text_parts_are_not_merged_with_unsigned_ones() -> None:
+    """Gemini 2.5 signs the first part, whatever it is; text may follow it."""
+    accumulator = ToolCallRouter("gemini", origin="gemini:m").stream(iteration=1)
+    for chunk in [
+        gchunk({"text": "Look", "thought": True, "thoughtSignature": "VEg="}),
+        gchunk({"text": " closer.", "thought": True}),
+        gchunk({"text": "It is ", "thoughtSignature": "VFg="}),
+        gchunk({"text": "blue."}, finishReason="STOP"),
+    ]:
+        accumulator.feed(chunk)
+    message = as_message(accumulator.result())
+    sent = ToolCallRouter("gemini", origin="gemini:m").messages([message]).messages
+    assert sent[0]["parts"] == [
+        {"text": "Look", "thought": True, "thoughtSignature": "VEg="},
+        {"text": " closer.", "thought": True},
+        {"text": "It is ", "thoughtSignature": "VFg="},
+        {"text": "blue."},
+    ]
+    # Another model reads the reasoning as text and gets no signature.
+    foreign = ToolCallRouter("gemini", origin="gemini:other").messages([message]).messages
+    assert foreign[0]["parts"] == [{"text": "<thinking>\nLook closer.\n</thinking>\n\nIt is blue."}]
+
+
+_PART = st.tuples(
+    st.booleans(),  # a thought part?
+    st.text(alphabet="ab ", max_size=4),
+    st.one_of(st.none(), st.text(alphabet="SIGsig0123=", min_size=1, max_size=6)),
+)
+
+
+def _merged(parts: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Parts with neighbouring unsigned parts of one kind joined, empty unsigned ones
+    gone: how unsigned text may be split is the stream's business, not the model's."""
+    out: list[dict[str, Any]] = []
+    for part in parts:
+        if "thoughtSignature" not in part and not part["text"]:
+            continue
+        last = out[-1] if out else None
+        if (
+            last is not None
+            and "thoughtSignature" not in part
+            and "thoughtSignature" not in last
+            and last.get("thought") == part.get("thought")
+        ):
+            last["text"] += part["text"]
+        else:
+            out.append(dict(part))
+    return out
+
+
+@given(parts=st.lists(_PART, max_size=8))
+def test_gemini_streamed_parts_go_back_as_they_came(
+    parts: list[tuple[bool, str, str | None]],
+) -> None:
+    """Any stream of thought and text parts, signed or not, is sent back as received:
+    each signed part whole and on its own, its signature unchanged, the unsigned text
+    around it in order (thought text only when the thoughts carry a signature)."""
+    ordered = sorted(parts, key=lambda p: not p[0])  # Gemini sends thoughts first
+    received = [
+        {"text": text, **({"thought": True} if thought else {})}
+        | ({"thoughtSignature": sig} if sig else {})
+        for thought, text, sig in ordered
+    ]
+    accumulator = ToolCallRouter("gemini", origin="gemini:m").stream(iteration=1)
+    for part in received:
+        accumulator.feed(gchunk(part))
+    message = as_message(accumulator.result())
+    sent = ToolCallRouter("gemini", origin="gemini:m").messages([message]).messages
+    signed_thoughts = any(p.get("thought") and "thoughtSignature" in p for p in received)
+    expected = _merged([p for p in received if signed_thoughts or not p.get("thought")])
+    assert (sent[0]["parts"] if sent else []) == expected

@@ -7,7 +7,22 @@ Owns what Gemini asks of tools beyond the shared encoding:
 - a parameter schema is cleaned of what Gemini refuses (:func:`gemini_schema`).
 
 Gemini's responses carry no call id (newer models may send one, which is kept), so
-calls are numbered across the chunks of one stream. Thought parts carry no answer text.
+calls are numbered across the chunks of one stream. Thought parts (``thought: true``,
+the summaries ``include_thoughts`` asks for) stream as reasoning, never as answer text.
+
+Thought signatures (ai.google.dev/gemini-api/docs/thought-signatures) go back exactly
+where they came: Gemini 3 refuses a history whose function calls of the current turn
+lack theirs (HTTP 400), and recommends sending back those on other parts. So:
+
+- a ``functionCall`` part's signature is its call's state (``{"thoughtSignature": s}``)
+  and is sent back on that call's part (for parallel calls only the first has one);
+- a signed text or thought part cannot be a part of its own in the neutral message,
+  whose text is one string, so the message's (or the reasoning piece's) state says
+  where in the text it lies: ``{"signedParts": [{"thoughtSignature": s, "length": n,
+  "after": m}]}``, its ``n`` characters followed by ``m`` more. It is sent back as a
+  part of its own, never merged with unsigned text, as the docs ask (when streaming,
+  the signature usually comes on an empty text part at the end);
+- thought text without a signature is not sent back: the API reads nothing from it.
 """
 
 from __future__ import annotations
@@ -27,7 +42,7 @@ from ._codec import (
     split_turns,
 )
 from ._stream import StreamDraft
-from ._types import Message, Usage
+from ._types import Message, ProviderState, Usage
 
 _DROPPED_KEYWORDS = frozenset({"additionalProperties", "format", "definitions"})
 """Refused by Gemini, or meaningless once references are inlined. ``format`` goes
@@ -65,23 +80,36 @@ class GeminiCodec:
     def feed(self, draft: StreamDraft, chunk: Mapping[str, Any]) -> str:
         meta = chunk.get("usageMetadata")
         if meta:
+            thoughts = _count(meta, "thoughtsTokenCount")
             draft.usage = Usage(
                 as_int(meta.get("promptTokenCount")),
-                as_int(meta.get("candidatesTokenCount")) + as_int(meta.get("thoughtsTokenCount")),
+                as_int(meta.get("candidatesTokenCount")) + (thoughts or 0),
+                cache_read_tokens=_count(meta, "cachedContentTokenCount"),
+                reasoning_tokens=thoughts,
             )
         text: list[str] = []
         for candidate in (chunk.get("candidates") or ())[:1]:
             if candidate.get("finishReason"):
                 draft.stop = candidate["finishReason"]
             for part in (candidate.get("content") or {}).get("parts") or ():
+                signature = part.get(_SIGNATURE)
+                signature = signature if isinstance(signature, str) and signature else None
+                said = part.get("text") if isinstance(part.get("text"), str) else ""
                 if "functionCall" in part:
                     function = part["functionCall"] or {}
                     call = draft.call(len(draft.calls))
                     call.id = str(function.get("id") or "")
                     call.name = str(function.get("name") or "")
                     call.args_obj = function.get("args") or {}
-                elif isinstance(part.get("text"), str) and not part.get("thought"):
-                    text.append(part["text"])
+                    if signature is not None:
+                        call.state = {_SIGNATURE: signature}
+                elif part.get("thought"):
+                    if said or signature is not None or 0 in draft.reasoning:
+                        piece = draft.think(0, said)
+                        piece.state = _signed(piece.state, said, signature)
+                elif "text" in part:
+                    text.append(said)
+                    draft.state = _signed(draft.state, said, signature)
         return "".join(text)
 
     def events(self, payload: Mapping[str, Any]) -> Iterable[Mapping[str, Any]]:
@@ -99,12 +127,18 @@ def _parts(
             return "user", [{"text": message.content}]
         case "assistant":
             parts: list[JSONObject] = []
-            if message.content:
-                parts.append({"text": message.content})
-            parts.extend(
-                {"functionCall": {"name": encode(call.name), "args": dict(call.arguments)}}
-                for call in message.tool_calls
-            )
+            for piece in message.reasoning:
+                if piece.state is not None:  # unsigned thought text is not sent back
+                    parts.extend(_text_parts(piece.text, piece.state, thought=True))
+            parts.extend(_text_parts(message.content, message.state))
+            for call in message.tool_calls:
+                part: JSONObject = {
+                    "functionCall": {"name": encode(call.name), "args": dict(call.arguments)}
+                }
+                signature = (call.state or {}).get(_SIGNATURE)
+                if isinstance(signature, str):
+                    part[_SIGNATURE] = signature
+                parts.append(part)
             return "model", parts
         case "tool":
             name = message.name or names.get(call_id(message))
@@ -120,6 +154,59 @@ def _parts(
             raise AssertionError("system messages are not parts")
         case _:
             assert_never(message.role)
+
+
+# -- thought signatures --------------------------------------------------------------------
+
+_SIGNATURE = "thoughtSignature"
+_SIGNED = "signedParts"
+
+
+def _count(meta: Mapping[str, Any], key: str) -> int | None:
+    """An optional token count of ``usageMetadata``: ``None`` when Gemini leaves it out."""
+    value = meta.get(key)
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _signed(state: ProviderState | None, text: str, signature: str | None) -> ProviderState | None:
+    """``state`` of a text (or a thought) after one more part of it: the signed parts
+    already seen have ``text`` after them, and the part itself is one if it is signed."""
+    entries = list(state.get(_SIGNED) or ()) if state is not None else []
+    if not entries and signature is None:
+        return state
+    entries = [{**entry, "after": entry["after"] + len(text)} for entry in entries]
+    if signature is not None:
+        entries.append({_SIGNATURE: signature, "length": len(text), "after": 0})
+    return {**(state or {}), _SIGNED: entries}
+
+
+def _text_parts(
+    text: str, state: ProviderState | None, *, thought: bool = False
+) -> list[JSONObject]:
+    """``text`` as parts again, each signed part on its own with its signature; the
+    unsigned text around them in as few parts as it takes. Empty unsigned text makes no
+    part; an empty signed part stays, as Gemini sent it."""
+    flag = {"thought": True} if thought else {}
+    spans: list[tuple[int, int, str]] = []
+    for entry in (state or {}).get(_SIGNED) or ():
+        if not isinstance(entry, Mapping) or not isinstance(entry.get(_SIGNATURE), str):
+            continue
+        end = len(text) - as_int(entry.get("after"))
+        start = end - as_int(entry.get("length"))
+        if 0 <= start <= end:
+            spans.append((start, end, entry[_SIGNATURE]))
+    parts: list[JSONObject] = []
+    done = 0
+    for start, end, signature in sorted(spans, key=lambda span: span[0]):  # stable
+        if start < done:  # overlapping spans cannot come from one response
+            continue
+        if start > done:
+            parts.append({"text": text[done:start], **flag})
+        parts.append({"text": text[start:end], **flag, _SIGNATURE: signature})
+        done = end
+    if done < len(text):
+        parts.append({"text": text[done:], **flag})
+    return parts
 
 
 # -- schemas -------------------------------------------------------------------------------

@@ -2,9 +2,11 @@
 API (``streamGenerateContent``), always streamed, through the official ``google-genai``
 SDK.
 
-Owns the request, the client, and the mapping of the SDK's errors; the wire format is
-the ``gemini`` codec's (names that start with a letter or ``_``, schemas cleaned of what
-Gemini refuses), and retries and cancellation are ``_retry``'s.
+Owns the request (with its ``thinking_config`` from the spec's ``reasoning``), the
+client, and the mapping of the SDK's errors; the wire format is the ``gemini`` codec's
+(names that start with a letter or ``_``, schemas cleaned of what Gemini refuses,
+thought signatures sent back where they came), and retries and cancellation are
+``_retry``'s.
 
 The SDK is an optional extra (``cleveragents[gemini]``), imported when a caller is
 built, never when ``cleveragents.llm`` is. The caller gives the SDK its own ``httpx2``
@@ -27,6 +29,7 @@ from cleveragents.tool import LLMRequest
 from .._base import SdkCaller
 from .._providers import Provider
 from .._retry import Failure, classify_common, classify_status, retry_after_seconds
+from ..spec import ReasoningSettings
 
 _RETRY_INFO = "type.googleapis.com/google.rpc.RetryInfo"
 _SECONDS = re.compile(r"(\d+(?:\.\d+)?)s")
@@ -57,6 +60,9 @@ class GeminiCaller(SdkCaller):
             config["max_output_tokens"] = spec.max_tokens
         if spec.temperature is not None:
             config["temperature"] = spec.temperature
+        thinking = thinking_config(spec.reasoning)
+        if thinking:
+            config["thinking_config"] = thinking
         return {"model": spec.model, "contents": history.messages, "config": config}
 
     def _new_client(self, key: str) -> _Client:
@@ -145,6 +151,28 @@ class _Stream:
             return await self._chunks.__anext__()
         except ValueError:  # JSONDecodeError, pydantic's ValidationError, the SDK's own
             raise MalformedResponse from None
+
+
+def thinking_config(reasoning: ReasoningSettings | None) -> dict[str, Any]:
+    """The ``thinking_config`` of a spec's ``reasoning`` (empty: send none).
+
+    ``budgetTokens`` becomes ``thinking_budget`` (Gemini 2.5, still read by 3); else
+    ``effort`` becomes the ``thinking_level`` of the same name (Gemini 3). Gemini refuses
+    both at once, so a given budget wins, as it does for Anthropic. A level a model does
+    not offer (``minimal`` on a Pro) is sent as asked: the model's 400 says so, where a
+    quiet substitute would not. ``summary`` asks for thought summaries
+    (``include_thoughts``), streamed as reasoning.
+    """
+    if reasoning is None:
+        return {}
+    config: dict[str, Any] = {}
+    if reasoning.budget_tokens is not None:
+        config["thinking_budget"] = reasoning.budget_tokens
+    elif reasoning.effort is not None:
+        config["thinking_level"] = reasoning.effort.upper()
+    if reasoning.summary:
+        config["include_thoughts"] = True
+    return config
 
 
 def _retry_delay(details: object) -> float | None:
