@@ -151,7 +151,7 @@ async def _prepare(
         automation_profile=profile, resource_bindings=dict(request.resource_bindings or {}),
         project_resources=dict(request.project_resources or {}),
     )  # fmt: skip
-    _write_meta(run, _described(request, spec), request.continue_from)
+    _write_meta(run, _described(request, spec), request.continue_from, profile or DEFAULT_PROFILE)
     return Prepared(run, runtime, context, history, limit, request.mcp_servers)
 
 
@@ -213,13 +213,14 @@ def _described(request: RunRequest, spec: ModelSpec | None) -> str:
     return str(provider or "client")
 
 
-def _write_meta(run: Run, model: str, continue_from: str | None) -> None:
-    """The transcript's first line: what the events do not carry."""
+def _write_meta(run: Run, model: str, continue_from: str | None, profile: str) -> None:
+    """The transcript's first line: what the events do not carry (the model and the
+    profile, which ``cleveragents run --continue`` reuses)."""
     run.started_at = datetime.now(UTC).isoformat(timespec="milliseconds")
     run.recorder.transcript.append(
         META,
         {"runId": run.run_id, "prompt": run.prompt, "startedAt": run.started_at,
-         "model": model, "continueFrom": continue_from},
+         "model": model, "continueFrom": continue_from, "profile": profile},
     )  # fmt: skip
 
 

@@ -4,7 +4,9 @@ reports to, and the ``RunHandle`` a face holds.
 Every event goes, in order, to the transcript (``RunRecorder``, which numbers and
 encodes it once), then to the face's observer with that text, then to the handle's
 ``events()`` when nobody observes. A transcript that cannot be written stops the run at
-once: its end is ``failed`` with the state dir's error, and nothing more is called.
+once: its end is ``failed`` with the state dir's error, and nothing more is called. The
+text streamed in an iteration that has not ended is kept, so that a cancelled run's
+result says what the model had said by then.
 """
 
 from __future__ import annotations
@@ -17,7 +19,9 @@ from typing import Protocol
 from ..tool import (
     CancelToken,
     EventSink,
+    IterationFinished,
     IterationStarted,
+    MessageDelta,
     RunEvent,
     RunFinished,
     RunResult,
@@ -76,15 +80,22 @@ class Run(EventSink):
             collections.deque() if observer is None else None
         )
         self.wakeup: asyncio.Event | None = None
+        self.streaming: list[str] = []
+        """The text streamed so far in an iteration that has not ended."""
 
     def on_event(self, event: RunEvent, /) -> None:
         if self.finished:
             return
         event.run_id = self.run_id
-        if event.__class__ is ToolCallFinished:
+        if isinstance(event, MessageDelta):
+            self.streaming.append(event.text)
+        elif event.__class__ is ToolCallFinished:
             self.tool_call_count += 1
         elif isinstance(event, IterationStarted):
             self.iterations = event.iteration
+            self.streaming = []
+        elif event.__class__ is IterationFinished:
+            self.streaming = []
         recorder = self.recorder
         text = recorder.record(event)
         if recorder.transcript.error is not None and not self.cancel.cancelled:
@@ -100,7 +111,11 @@ class Run(EventSink):
                 self.wakeup.set()
 
     async def finish(self, result: RunResult) -> None:
-        """``RunFinished``: written, observed, and the result's text kept."""
+        """``RunFinished``: written, observed, and the result's text kept. A run
+        cancelled while the model was streaming ends with the text streamed so far (the
+        core's content is the last iteration that ended)."""
+        if result.status == "cancelled" and self.streaming:
+            result.content = "".join(self.streaming)
         await asyncio.sleep(0)  # the loop's own ending ran in the step before this one
         event = RunFinished(result, run_id=self.run_id)
         params, self.result_text = await self.recorder.finish(event)

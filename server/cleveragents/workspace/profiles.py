@@ -40,7 +40,15 @@ from cleveragents.tool import Decision, PermissionQuery, ToolKind, ToolSpec
 from ._errors import ProfileError
 
 AskCallback = Callable[[PermissionQuery, str], Awaitable[str]]
-"""``ask(query, reason)`` returns a :data:`~cleveragents.tool.PermissionOutcome`."""
+"""``ask(query, reason)`` returns a :data:`~cleveragents.tool.PermissionOutcome`, or
+:class:`NotAsked`."""
+
+
+class NotAsked(str):
+    """What ``ask`` answers when nobody could be asked (a command with no terminal): the
+    call is refused with this text as its reason, not recorded as a user's decision."""
+
+
 ConfinementProbe = Callable[[], bool | Awaitable[bool]]
 
 SHELL_TOOL_NAME = "builtin/shell"
@@ -268,6 +276,8 @@ class ProfilePolicy:
                 f"so {tool} was not run"
             )
         outcome = await self._ask(query, reason)
+        if isinstance(outcome, NotAsked):
+            return f"{outcome}; {reason}"
         if outcome == "allow_once":
             return None
         if outcome == "allow_always":
