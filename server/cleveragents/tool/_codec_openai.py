@@ -1,7 +1,14 @@
 """The OpenAI chat-completions format: tools, history, and ``chat.completion.chunk``s.
 
-Also the format of the OpenAI-compatible servers (vLLM, Ollama, llama.cpp), some of
-which send tool arguments as an object or omit call ids; both are taken.
+Also the format of the OpenAI-compatible servers (vLLM, Ollama, llama.cpp, DeepSeek),
+some of which send tool arguments as an object or omit call ids; both are taken.
+
+Reasoning: OpenAI's own chat API streams none, but compatible servers stream it beside
+the answer, as ``delta.reasoning_content`` (DeepSeek, llama.cpp, older vLLM) or
+``delta.reasoning`` (vLLM since late 2025, OpenRouter, Ollama). It is kept as one
+reasoning piece whose state names the field it came in, and sent back in that field on
+the assistant message, since some servers require it within a tool loop (DeepSeek's
+thinking mode answers 400 without it). The router leaves it out for another model.
 """
 
 from __future__ import annotations
@@ -20,6 +27,12 @@ from ._codec import (
 )
 from ._stream import StreamDraft
 from ._types import Message, Usage
+
+REASONING_FIELDS = ("reasoning_content", "reasoning")
+"""Where compatible servers put reasoning, in the order read: a server that fills both
+(vLLM's compatibility mode) sends the same text twice."""
+_FIELD = "field"
+"""The key of a reasoning piece's state: the field its text came in, and goes back in."""
 
 
 class OpenAICodec:
@@ -47,9 +60,7 @@ class OpenAICodec:
     def feed(self, draft: StreamDraft, chunk: Mapping[str, Any]) -> str:
         usage = chunk.get("usage")
         if usage:
-            draft.usage = Usage(
-                as_int(usage.get("prompt_tokens")), as_int(usage.get("completion_tokens"))
-            )
+            draft.usage = _usage(usage)
         text: list[str] = []
         for choice in chunk.get("choices") or ():
             if choice.get("index", 0) != 0:  # we never ask for n > 1
@@ -57,6 +68,7 @@ class OpenAICodec:
             if choice.get("finish_reason"):
                 draft.stop = choice["finish_reason"]
             delta = choice.get("delta") or {}
+            _feed_reasoning(draft, delta)
             if isinstance(delta.get("content"), str):
                 text.append(delta["content"])
             for position, piece in enumerate(delta.get("tool_calls") or ()):
@@ -92,16 +104,61 @@ def _feed_call(draft: StreamDraft, position: int, piece: Mapping[str, Any]) -> N
         call.args_obj = arguments
 
 
+def _usage(usage: Mapping[str, Any]) -> Usage:
+    """Usage with the optional counts where the server gives them: OpenAI's details
+    objects, else DeepSeek's ``prompt_cache_hit_tokens``."""
+    prompt = usage.get("prompt_tokens_details") or {}
+    completion = usage.get("completion_tokens_details") or {}
+    cached = _count(prompt.get("cached_tokens"))
+    if cached is None:
+        cached = _count(usage.get("prompt_cache_hit_tokens"))
+    return Usage(
+        as_int(usage.get("prompt_tokens")),
+        as_int(usage.get("completion_tokens")),
+        cache_read_tokens=cached,
+        reasoning_tokens=_count(completion.get("reasoning_tokens")),
+    )
+
+
+def _count(value: Any) -> int | None:
+    """A token count the server reported, or ``None`` when it reported none."""
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _feed_reasoning(draft: StreamDraft, delta: Mapping[str, Any]) -> None:
+    """A delta's reasoning, from the first field of :data:`REASONING_FIELDS` it fills
+    (with a string, even an empty one: the field then goes back, as DeepSeek needs)."""
+    for field in REASONING_FIELDS:
+        text = delta.get(field)
+        if isinstance(text, str):
+            piece = draft.think(0, text)
+            if piece.state is None:
+                piece.state = {_FIELD: field}
+            return
+
+
+def _reasoning_back(message: Message) -> JSONObject:
+    """The reasoning field of an assistant message as its server sent it, if it did; the
+    router has left out another model's (and turned it into text)."""
+    fields = [r.state.get(_FIELD) for r in message.reasoning if r.state]
+    field = next((f for f in fields if f in REASONING_FIELDS), None)
+    if field is None:
+        return {}
+    return {field: "".join(r.text for r in message.reasoning if r.state)}
+
+
 def _message(message: Message, encode: NameEncoder) -> JSONObject:
     match message.role:
         case "system" | "user":
             return {"role": message.role, "content": message.content}
         case "assistant":
+            thought = _reasoning_back(message)
             if not message.tool_calls:
-                return {"role": "assistant", "content": message.content}
+                return {"role": "assistant", "content": message.content, **thought}
             return {
                 "role": "assistant",
                 "content": message.content or None,
+                **thought,
                 "tool_calls": [
                     {
                         "id": call.id,

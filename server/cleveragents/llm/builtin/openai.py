@@ -10,6 +10,10 @@ hosted service that speaks the same API is one more registration whose ``adapter
 The ``openai`` SDK is an optional extra, imported when a caller is built, never when
 ``cleveragents.llm`` is. The SDK's own retries are off (``max_retries=0``) so that one
 policy, with its bounds and its refusal to repeat streamed text, applies everywhere.
+
+A spec's ``reasoning`` becomes ``reasoning_effort``; without it the body has no
+reasoning field at all. OpenAI's APIs take a level, never a token budget, so
+``budgetTokens`` is refused when the caller is built rather than dropped unseen.
 """
 
 from __future__ import annotations
@@ -20,6 +24,22 @@ from cleveragents.tool import LLMRequest
 
 from .._base import SdkCaller
 from .._providers import Provider
+from ..errors import ModelConfigError
+from ..spec import ModelSpec
+
+
+def reasoning_effort(spec: ModelSpec) -> str | None:
+    """The spec's reasoning level for OpenAI's APIs (``None``: send none); a budget,
+    which they cannot express, is a ``ModelConfigError`` naming the field to use."""
+    reasoning = spec.reasoning
+    if reasoning is None:
+        return None
+    if reasoning.budget_tokens is not None:
+        raise ModelConfigError(
+            f"{spec.describe()}: OpenAI's APIs take reasoning.effort "
+            "(minimal, low, medium or high), not budgetTokens"
+        )
+    return reasoning.effort
 
 
 class OpenAIChatCaller(SdkCaller):
@@ -29,6 +49,10 @@ class OpenAIChatCaller(SdkCaller):
     The keyword arguments tune the retry policy; tests shrink them to milliseconds.
     ``sleep`` waits between retries (``asyncio.sleep``; tests may record instead).
     """
+
+    def __init__(self, spec: ModelSpec, **tuning: Any) -> None:
+        self._effort = reasoning_effort(spec)
+        super().__init__(spec, **tuning)
 
     def body(self, request: LLMRequest) -> dict[str, Any]:
         """The chat-completions request body for one call (the key is never in it)."""
@@ -50,6 +74,9 @@ class OpenAIChatCaller(SdkCaller):
             )
         if spec.temperature is not None:
             body["temperature"] = spec.temperature
+        if self._effort is not None:
+            # "minimal" is only some models' level: the provider's refusal is the message.
+            body["reasoning_effort"] = self._effort
         return body
 
     def _new_client(self, key: str) -> Any:
