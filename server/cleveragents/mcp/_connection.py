@@ -32,7 +32,7 @@ from pydantic import ValidationError
 
 from cleveragents import __version__
 
-from ._errors import ConnectionLost, McpStartError, McpToolError
+from ._errors import ConnectionLost, McpServerFault, McpStartError, McpToolError
 from ._link import ConnectionEvents, ConnectParams, Era, RawResult, WireTool
 from ._listing import (
     Refresh,
@@ -42,7 +42,15 @@ from ._listing import (
     message_handler,
     refresh_on_change,
 )
-from ._transport import EXPECTED_FAILURES, Ends, describe, is_closed, leaf, open_transport
+from ._transport import (
+    EXPECTED_FAILURES,
+    AnswerTooLarge,
+    Ends,
+    describe,
+    is_closed,
+    leaf,
+    open_transport,
+)
 
 logger = logging.getLogger("cleveragents.mcp")
 
@@ -74,6 +82,8 @@ async def run(params: ConnectParams, events: ConnectionEvents) -> str:
         failure = leaf(exc)
         if isinstance(failure, McpStartError):
             raise failure from None
+        if isinstance(failure, McpServerFault | AnswerTooLarge):  # our bound, not a fault
+            return str(failure)
         if not isinstance(failure, EXPECTED_FAILURES):
             logger.warning("MCP server %s: connection failed", params.config.name, exc_info=exc)
         if not ends.connected:
@@ -100,9 +110,11 @@ async def _serve(params: ConnectParams, events: ConnectionEvents, ends: Ends) ->
         era, tools = await _start(session, params, ends)
         ends.connected = True
         link = _Link(session, ends, refresh)
-        events.connected(link, session.protocol_version or "unknown", era, tools)
+        await events.connected(link, session.protocol_version or "unknown", era, tools)
         async with anyio.create_task_group() as tasks:
-            tasks.start_soon(refresh_on_change, session, params, events, changes_out, refresh)
+            tasks.start_soon(
+                refresh_on_change, session, params, events, changes_out, refresh, tools
+            )
             if era == "modern" and announces_list_changes(session):
                 tasks.start_soon(listen_for_changes, session, params.config.name, refresh)
             await ends.closed.wait()

@@ -3,11 +3,12 @@
     ToolError (cleveragents.tool)
     └── McpToolError        a failed MCP call; its message is what the record's error shows
     McpStartError           a server that could not be started or connected (becomes ``error``)
+    McpServerFault          a connected server broke one of our bounds (becomes ``error``)
     ConnectionLost          the connection ended under a call (the server died or hung up)
 
-``McpStartError`` and ``ConnectionLost`` never leave :class:`~cleveragents.mcp.McpServer`:
-a failed start becomes the server's status, a lost connection becomes an
-``McpToolError`` carrying the server's error and the tail of its stderr.
+These three never leave :class:`~cleveragents.mcp.McpServer`: a failed start or a fault
+becomes the server's status (``failed``), a lost connection becomes an ``McpToolError``
+carrying the server's error and the tail of its stderr.
 """
 
 from __future__ import annotations
@@ -22,6 +23,11 @@ class McpToolError(ToolError):
 
 class McpStartError(Exception):
     """Why a server could not be brought to ``ready``, in words for ``McpServer.error``."""
+
+
+class McpServerFault(Exception):
+    """A connected server broke a bound of ours (it flooded its tool list): the connection
+    is dropped and ``str(fault)`` is the server's ``error``."""
 
 
 class ConnectionLost(Exception):

@@ -60,13 +60,16 @@ class Link(Protocol):
 
 
 class ConnectionEvents(Protocol):
-    """What a connection reports to its server (all called on the event loop)."""
+    """What a connection reports to its server (all awaited on the event loop: the server
+    builds the tools' specs, compiling their schemas, in a worker thread meanwhile)."""
 
-    def connected(self, link: Link, protocol_version: str, era: Era, tools: list[WireTool]) -> None:
+    async def connected(
+        self, link: Link, protocol_version: str, era: Era, tools: list[WireTool]
+    ) -> None:
         """The handshake is done and the first listing is in: the server is ready."""
 
-    def tools_listed(self, tools: list[WireTool]) -> None:
-        """A new listing after ``notifications/tools/list_changed``."""
+    async def tools_listed(self, tools: list[WireTool]) -> None:
+        """A listing after ``notifications/tools/list_changed`` that differs from the last."""
 
 
 RunConnection = Callable[[ConnectParams, ConnectionEvents], Awaitable[str]]

@@ -4,14 +4,21 @@ the server says the list changed.
 Changes arrive as ``notifications/tools/list_changed`` on the handshake era and through
 a ``subscriptions/listen`` stream on 2026-07-28; both only request a refresh
 (:class:`Refresh`), and one task lists again, so announcements that come together
-coalesce into one listing. It reports new listings through ``ConnectionEvents`` and
-knows nothing of specs or statuses. Imports the SDK: only ever loaded through
-``_connection``.
+coalesce into one listing: at most one listing is in flight and one pending. Listings
+start at least ``LIST_REFRESH_INTERVAL_S`` apart, and a server whose list changes more
+than ``LIST_CHANGES_PER_MINUTE`` times in a minute is flooding: the connection is dropped
+with :class:`McpServerFault` (the server becomes ``failed`` saying so). A listing stops
+at ``MAX_TOOLS`` tools.
+
+It reports changed listings through ``ConnectionEvents`` and knows nothing of specs or
+statuses. Imports the SDK: only ever loaded through ``_connection``.
 """
 
 from __future__ import annotations
 
+import collections
 import logging
+import math
 
 import anyio
 import mcp_types as types
@@ -21,7 +28,9 @@ from mcp.client.subscriptions import ListenNotSupportedError, SubscriptionLost, 
 from mcp.shared.exceptions import MCPError
 from pydantic import ValidationError
 
+from ._errors import McpServerFault
 from ._link import ConnectionEvents, ConnectParams, WireTool
+from ._tools import MAX_TOOLS
 from ._transport import describe
 
 logger = logging.getLogger("cleveragents.mcp")
@@ -30,6 +39,11 @@ MAX_PAGES = 1000
 """A ``tools/list`` that pages on past this is cut off (a paginator that never ends)."""
 REFRESH_WAIT_S = 10.0
 """How long a call that saw a change announced waits for the new list."""
+LIST_REFRESH_INTERVAL_S = 0.25
+"""The least time between the starts of two listings after change announcements."""
+LIST_CHANGES_PER_MINUTE = 20
+"""A server whose tool list changes more often than this in any minute is disconnected
+and ``failed``: each change costs a listing and a compile of every new schema."""
 
 
 async def list_tools(session: ClientSession) -> list[WireTool]:
@@ -43,6 +57,9 @@ async def list_tools(session: ClientSession) -> list[WireTool]:
             t.model_dump(by_alias=True, exclude_none=True, mode="json") for t in page.tools
         )
         cursor = page.next_cursor
+        if len(tools) > MAX_TOOLS:
+            logger.warning("tools/list went on past %d tools; listing stopped there", MAX_TOOLS)
+            return tools[:MAX_TOOLS]
         if cursor is None:
             return tools
         if cursor in seen:
@@ -126,19 +143,51 @@ async def refresh_on_change(
     events: ConnectionEvents,
     changes: MemoryObjectReceiveStream[None],
     refresh: Refresh,
+    listed: list[WireTool],
 ) -> None:
-    """List again after each requested refresh; report each new listing."""
+    """List again after each requested refresh (``listed`` is the listing the connection
+    started with); report each listing that differs from the last. Raises
+    ``McpServerFault`` when the list changes too often."""
     name = params.config.name
+    changed_at: collections.deque[float] = collections.deque()
+    started = -math.inf
     async for _ in changes:
+        wait = started + LIST_REFRESH_INTERVAL_S - anyio.current_time()
+        if wait > 0:
+            await anyio.sleep(wait)
+        _drain(changes)  # what was announced while waiting, this listing covers
         refresh.begin()
+        started = anyio.current_time()
         try:
             with anyio.fail_after(params.config.timeout_s):
                 tools = await list_tools(session)
+            if tools != listed:
+                _count_change(name, changed_at)
+                listed = tools
+                await events.tools_listed(tools)
         except (MCPError, ValidationError, TimeoutError, RuntimeError) as exc:
             logger.warning(
                 "MCP server %s: listing tools after a change failed: %s", name, describe(exc)
             )
-        else:
-            events.tools_listed(tools)
         finally:
             refresh.end()
+
+
+def _drain(changes: MemoryObjectReceiveStream[None]) -> None:
+    while True:
+        try:
+            changes.receive_nowait()
+        except (anyio.WouldBlock, anyio.EndOfStream, anyio.ClosedResourceError):
+            return
+
+
+def _count_change(name: str, changed_at: collections.deque[float]) -> None:
+    now = anyio.current_time()
+    changed_at.append(now)
+    while changed_at and now - changed_at[0] > 60.0:
+        changed_at.popleft()
+    if len(changed_at) > LIST_CHANGES_PER_MINUTE:
+        raise McpServerFault(
+            f"it changed its tool list more than {LIST_CHANGES_PER_MINUTE} times in a "
+            "minute (a flood of tools/list_changed); disconnected"
+        )

@@ -5,7 +5,9 @@ It owns what the daemon reports and relies on:
   for the outcome, bounded; ``stop()`` ends it. None of them raises: a server that
   cannot start is ``failed`` with ``error`` and ``stderr_tail()`` saying why.
 - its tools as ``ToolSpec``s named ``mcp:SERVER/TOOL``, rebuilt when the server says
-  its list changed (then ``on_tools_changed(self)`` is called);
+  its list changed (then ``on_tools_changed(self)`` is called). Their schemas come from
+  the server: they are compiled in a worker thread, and their validators leave the shared
+  cache when the server stops;
 - calls, each bounded by the entry's ``timeout_s``; a call on a dead server restarts it,
   at most ``RESTARTS_PER_MINUTE`` times in any minute.
 
@@ -116,7 +118,8 @@ class McpServer:
             await asyncio.wait_for(self._settled.wait(), max(wait, 0.0))
 
     async def stop(self) -> None:
-        """Stop the server (a stdio server's whole process group); idempotent."""
+        """Stop the server (a stdio server's whole process group) and give back its tools'
+        validators; idempotent."""
         task = self._task
         self.status = "stopped"
         if task is not None and not task.done():
@@ -127,6 +130,7 @@ class McpServer:
         self.status = "stopped"
         self._link = None
         self._tools = None
+        _release(self._specs, self._output_checks)
         self._specs = []
         self._output_checks = {}
         self._settled.set()
@@ -202,7 +206,7 @@ class McpServer:
             raise McpToolError(self._down(why)) from None
         if raw.is_error:
             raise McpToolError(error_text(raw))
-        self._check_output(name, tool, raw)
+        await self._check_output(name, tool, raw)
         return output_of(raw)
 
     async def _live_link(self) -> Link:
@@ -250,8 +254,10 @@ class McpServer:
         tail = self.stderr_tail()
         return f"{text}\nlast lines of its stderr:\n{tail}" if tail else text
 
-    def _check_output(self, name: str, tool: str, raw: RawResult) -> None:
-        """Log (only) a ``structuredContent`` that misses the tool's ``outputSchema``."""
+    async def _check_output(self, name: str, tool: str, raw: RawResult) -> None:
+        """Log (only) a ``structuredContent`` that misses the tool's ``outputSchema``.
+        Checked in a worker thread: the answer may be megabytes (its check is bounded in
+        time either way, and a check past its budget is logged as a mismatch)."""
         check = self._output_checks.get(tool)
         if check is None:
             return
@@ -259,7 +265,7 @@ class McpServer:
             logger.info("%s declares an outputSchema but answered without structuredContent", name)
             return
         try:
-            check.validate_output(raw.structured)
+            await asyncio.to_thread(check.validate_output, raw.structured)
         except ToolOutputError as exc:
             logger.warning(
                 "%s: structuredContent does not match its outputSchema (%s); used as is", name, exc
@@ -267,11 +273,16 @@ class McpServer:
 
     # -- tools ---------------------------------------------------------------------------
 
-    def _listed(self, tools: list[WireTool], *, notify: bool) -> None:
-        specs, skipped = build_specs(self.config, tools, self.call_tool)
+    async def _listed(self, tools: list[WireTool], *, notify: bool) -> bool:
+        """Build the specs of a listing in a worker thread (compiling a server's schemas
+        costs time the event loop must not spend) and take them, unless the server
+        stopped meanwhile; whether they were taken."""
+        specs, skipped, checks = await asyncio.to_thread(self._build, tools)
+        if self.status == "stopped":
+            _release(specs, checks)
+            return False
         for line in skipped:
             logger.warning("MCP server %s: skipped tool %s", self.config.name, line)
-        checks = output_checks(self.config.name, tools)
         changed = self._tools is not None and tools != self._tools
         self._tools = tools
         self._specs = specs
@@ -282,6 +293,16 @@ class McpServer:
                 self._on_tools_changed(self)
             except Exception:  # the callback's failure is not the server's
                 logger.exception("on_tools_changed for MCP server %s raised", self.config.name)
+        return True
+
+    def _build(
+        self, tools: list[WireTool]
+    ) -> tuple[list[ToolSpec], list[str], dict[str, ToolSpec | None]]:
+        specs, skipped = build_specs(self.config, tools, self.call_tool)
+        checks, unchecked = output_checks(self.config.name, tools)
+        for line in unchecked:
+            logger.warning("MCP server %s: answers of %s", self.config.name, line)
+        return specs, skipped, checks
 
 
 class _Events(ConnectionEvents):
@@ -290,14 +311,17 @@ class _Events(ConnectionEvents):
     def __init__(self, server: McpServer) -> None:
         self._server = server
 
-    def connected(self, link: Link, protocol_version: str, era: Era, tools: list[WireTool]) -> None:
+    async def connected(
+        self, link: Link, protocol_version: str, era: Era, tools: list[WireTool]
+    ) -> None:
         server = self._server
         if server.status != "starting":  # stopped meanwhile
+            return
+        if not await server._listed(tools, notify=False) or server.status != "starting":
             return
         server._link = link
         server.protocol_version = protocol_version
         server._era = era
-        server._listed(tools, notify=False)
         server.status = "ready"
         server.error = None
         server._settled.set()
@@ -305,9 +329,18 @@ class _Events(ConnectionEvents):
             "MCP server %s ready (%s, %d tools)", server.config.name, protocol_version, len(tools)
         )
 
-    def tools_listed(self, tools: list[WireTool]) -> None:
+    async def tools_listed(self, tools: list[WireTool]) -> None:
         if self._server.status == "ready":
-            self._server._listed(tools, notify=True)
+            await self._server._listed(tools, notify=True)
+
+
+def _release(specs: list[ToolSpec], checks: Mapping[str, ToolSpec | None]) -> None:
+    """Drop the validators of a server's specs from the shared cache: they go with the
+    server. (A listing that replaces another leaves the old ones to the cache's bound:
+    the new specs share those of unchanged schemas.)"""
+    for spec in (*specs, *checks.values()):
+        if spec is not None:
+            spec.release_validators()
 
 
 def _leaf_text(exc: BaseException) -> str:

@@ -30,6 +30,10 @@ from cleveragents.tool import (
 from ._config import McpServerConfig, Trust
 from ._link import RawResult, WireTool
 
+MAX_TOOLS = 1000
+"""Tools kept from one server's listing; a listing stops there (each tool's schemas are
+compiled, and a server is not trusted to list a reasonable number)."""
+
 ToolCaller = Callable[[str, dict[str, Any]], Awaitable[Any]]
 """``call(mcp_tool_name, arguments)``: what a spec's handler awaits."""
 
@@ -70,7 +74,10 @@ def build_specs(
     specs: list[ToolSpec] = []
     skipped: list[str] = []
     seen: set[str] = set()
-    for tool in tools:
+    if len(tools) > MAX_TOOLS:
+        skipped.append(f"the {len(tools) - MAX_TOOLS} tools after the first {MAX_TOOLS}: "
+                       f"a server may list at most {MAX_TOOLS}")  # fmt: skip
+    for tool in tools[:MAX_TOOLS]:
         name = tool.get("name")
         if not isinstance(name, str):
             skipped.append(f"{name!r}: the tool has no name")
@@ -133,21 +140,28 @@ def _handler(tool: str, call: ToolCaller) -> Callable[[dict[str, Any]], Awaitabl
     return call_mcp_tool
 
 
-def output_checks(server: str, tools: Sequence[WireTool]) -> dict[str, ToolSpec | None]:
+def output_checks(
+    server: str, tools: Sequence[WireTool]
+) -> tuple[dict[str, ToolSpec | None], list[str]]:
     """Per tool that declares an ``outputSchema``, a spec that only checks answers against
     it (``validate_output`` raises ``ToolOutputError``); ``None`` for a schema that
-    cannot be compiled or a name that is not a valid tool name."""
+    cannot be compiled or a name that is not a valid tool name, with a ``"TOOL: reason"``
+    line for a schema refused (its answers are then used unchecked)."""
     checks: dict[str, ToolSpec | None] = {}
-    for tool in tools:
+    unchecked: list[str] = []
+    for tool in tools[:MAX_TOOLS]:
         name, schema = tool.get("name"), tool.get("outputSchema")
         if isinstance(name, str) and isinstance(schema, Mapping):
             try:
                 checks[name] = ToolSpec(
                     full_name(server, name), "", _ANY_INPUT, _never_called, output_schema=schema
                 )
-            except (SchemaDefinitionError, InvalidToolNameError):
+            except SchemaDefinitionError as exc:
                 checks[name] = None
-    return checks
+                unchecked.append(f"{name}: its outputSchema is not usable: {exc}")
+            except InvalidToolNameError:
+                checks[name] = None
+    return checks, unchecked
 
 
 _ANY_INPUT: dict[str, Any] = {"type": "object"}

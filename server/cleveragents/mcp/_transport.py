@@ -8,6 +8,12 @@ SDK's, anyio's and the network's errors: which are the server's or the network's
 (:data:`EXPECTED_FAILURES`), which mean "closed" (:func:`is_closed`), and the words
 for each (:func:`describe`).
 
+An HTTP answer is capped as a stdio line is: a JSON body (which the SDK reads whole) is
+counted as it arrives and, past ``MAX_HTTP_ANSWER_BYTES``, the call fails with
+:class:`AnswerTooLarge` and the connection is dropped; one Server-Sent Event has the same
+cap (the SDK's own check fails that call). Answers are asked for uncompressed, and a
+compressed JSON answer is refused the same way.
+
 It knows nothing of sessions, eras or tools. Imports the SDK: only ever loaded through
 ``_connection``.
 """
@@ -28,6 +34,11 @@ from pydantic import ValidationError
 from ._errors import McpStartError
 from ._link import ConnectParams
 from ._stdio import stdio_channel
+
+MAX_HTTP_ANSWER_BYTES = 16 * 1024 * 1024
+"""The most one HTTP answer (a JSON body, or one Server-Sent Event) may hold. It is read
+into memory whole and then built into objects several times its size; 16 MiB is also the
+largest output a record may quote (``maxToolOutputBytes``)."""
 
 EXPECTED_FAILURES = (httpx2.HTTPError, OSError, MCPError, anyio.BrokenResourceError)
 """Failures of a transport that are the server's or the network's, not ours: reported
@@ -60,15 +71,83 @@ async def open_transport(
     if config.command is not None:
         return await _open_stdio(stack, params, ends)
     assert config.url is not None
+
+    cap = AnswerCap(MAX_HTTP_ANSWER_BYTES, ends)
     client = await stack.enter_async_context(
         httpx2.AsyncClient(
-            headers=dict(config.headers),
+            # Uncompressed answers only: the cap counts the bytes that arrive, and a
+            # compressed body could be a thousand times larger once decoded.
+            headers={**config.headers, "Accept-Encoding": "identity"},
             timeout=httpx2.Timeout(30.0, read=max(300.0, config.timeout_s + 30.0)),
+            event_hooks={"response": [cap.check]},
         )
     )
-    return await stack.enter_async_context(
-        _watched(streamable_http_client(config.url, http_client=client), ends)
+    transport = streamable_http_client(
+        config.url, http_client=client, max_sse_event_size=MAX_HTTP_ANSWER_BYTES
     )
+    return await stack.enter_async_context(_watched(transport, ends))
+
+
+class AnswerTooLarge(httpx2.TransportError):
+    """An HTTP answer went past ``MAX_HTTP_ANSWER_BYTES``: the call fails and the
+    connection is dropped (its words become the server's ``error``)."""
+
+
+class AnswerCap:
+    """A response hook that cuts each ``application/json`` answer off at ``cap`` bytes:
+    the SDK reads such a body whole, so counting it as it arrives is what bounds the
+    memory. A hook, not a transport, so the client keeps its own (proxies from the
+    environment included). The words of a cut go to ``ends.why`` too: an answer cut
+    before the server was ready ends its start with them."""
+
+    def __init__(self, cap: int, ends: Ends) -> None:
+        self.cap = cap
+        self._ends = ends
+
+    async def check(self, response: httpx2.Response) -> None:
+        if not response.headers.get("content-type", "").lower().startswith("application/json"):
+            return  # Server-Sent Events: the SDK caps each event
+        encoding = response.headers.get("content-encoding", "identity").strip().lower()
+        if encoding not in ("", "identity"):
+            await response.aclose()
+            raise self.refuse(
+                f"the server compressed its answer ({encoding}) although asked not to; "
+                "the connection was dropped"
+            )
+        declared = response.headers.get("content-length", "")
+        if declared.isdigit() and int(declared) > self.cap:
+            await response.aclose()
+            raise self.too_large(f"{int(declared):,} bytes declared")
+        assert isinstance(response.stream, httpx2.AsyncByteStream)
+        response.stream = _CappedStream(response.stream, self)
+
+    def too_large(self, what: str) -> AnswerTooLarge:
+        return self.refuse(
+            f"the server's answer ({what}) went past {self.cap // (1024 * 1024)} MiB, the "
+            "most one HTTP answer may hold; the connection was dropped"
+        )
+
+    def refuse(self, why: str) -> AnswerTooLarge:
+        self._ends.why = why
+        return AnswerTooLarge(why)
+
+
+class _CappedStream(httpx2.AsyncByteStream):
+    def __init__(self, inner: httpx2.AsyncByteStream, cap: AnswerCap) -> None:
+        self._inner = inner
+        self._cap = cap
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        received = 0
+        async for chunk in self._inner:
+            received += len(chunk)
+            if received > self._cap.cap:
+                await self._inner.aclose()
+                raise self._cap.too_large(f"over {received:,} bytes so far")
+            yield chunk
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
 
 
 async def _open_stdio(stack: AsyncExitStack, params: ConnectParams, ends: Ends) -> TransportStreams:
