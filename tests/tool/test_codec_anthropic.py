@@ -1,5 +1,6 @@
 """The Anthropic messages codec (``ToolCallRouter("anthropic")``): tool lists,
-histories (``system`` apart, merged roles), whole responses and stream events.
+histories (``system`` apart, merged roles, thinking blocks sent back first), whole
+responses and stream events (thinking kept as reasoning with its block as state).
 
 Every mapping is checked by full-object equality against a literal payload.
 """
@@ -15,6 +16,7 @@ from cleveragents.tool import (
     LLMResponse,
     Message,
     ProviderStreamError,
+    Reasoning,
     ToolCall,
     ToolCallRouter,
     Usage,
@@ -140,8 +142,9 @@ def test_anthropic_response_maps_blocks_and_usage_with_cache_tokens() -> None:
             ToolCall("toolu_1", "builtin/file-read", {"path": "a.txt"}),
             ToolCall("toolu_2", "server:local/tool", {}),
         ],
-        usage=Usage(25, 9),
+        usage=Usage(25, 9, cache_read_tokens=2, cache_write_tokens=3),
         stop_reason="tool_use",
+        reasoning=[Reasoning("hmm", {"type": "thinking", "thinking": "hmm", "signature": "s"})],
     )
 
 
@@ -227,3 +230,102 @@ def test_anthropic_stream_error_event_raises_a_provider_stream_error() -> None:
     with pytest.raises(ProviderStreamError) as info:
         accumulator.feed({"type": "error", "error": {"type": "overloaded_error", "message": "x"}})
     assert (info.value.kind, info.value.detail) == ("overloaded_error", "x")
+
+
+THOUGHT = {"type": "thinking", "thinking": "Read a first.", "signature": "sig-1"}
+REDACTED = {"type": "redacted_thinking", "data": "ENCRYPTED"}
+
+
+def test_anthropic_stream_keeps_thinking_as_reasoning_with_its_block_as_state() -> None:
+    def delta(index: int, **fields: Any) -> dict[str, Any]:
+        return {"type": "content_block_delta", "index": index, "delta": fields}
+
+    def start(index: int, block: dict[str, Any]) -> dict[str, Any]:
+        return {"type": "content_block_start", "index": index, "content_block": block}
+
+    events: list[dict[str, Any]] = [
+        {"type": "message_start", "message": {"usage": {
+            "input_tokens": 5, "cache_creation_input_tokens": 100,
+            "cache_read_input_tokens": 1000, "output_tokens": 1,
+        }}},
+        start(0, {"type": "thinking", "thinking": "", "signature": ""}),
+        delta(0, type="thinking_delta", thinking="Read "),
+        delta(0, type="thinking_delta", thinking="a first."),
+        delta(0, type="signature_delta", signature="sig-1"),
+        {"type": "content_block_stop", "index": 0},
+        start(1, REDACTED),
+        {"type": "content_block_stop", "index": 1},
+        start(2, {"type": "text", "text": ""}),
+        delta(2, type="text_delta", text="On it."),
+        {"type": "content_block_stop", "index": 2},
+        start(3, {"type": "tool_use", "id": "toolu_1", "name": "builtin__file-read", "input": {}}),
+        delta(3, type="input_json_delta", partial_json='{"path": "a.txt"}'),
+        {"type": "content_block_stop", "index": 3},
+        {"type": "message_delta", "delta": {"stop_reason": "tool_use"}, "usage": {
+            "output_tokens": 40, "output_tokens_details": {"thinking_tokens": 25},
+        }},
+    ]  # fmt: skip
+    accumulator = ToolCallRouter("anthropic").stream(iteration=1)
+    streamed = []
+    for item in events:
+        text = accumulator.feed(item)
+        streamed.append(("reasoning", accumulator.take_reasoning()))
+        streamed.append(("text", text))
+    assert [s for s in streamed if s[1]] == [
+        ("reasoning", "Read "), ("reasoning", "a first."), ("text", "On it."),
+    ]  # fmt: skip
+    assert accumulator.result() == LLMResponse(
+        content="On it.",
+        tool_calls=[ToolCall("toolu_1", "builtin/file-read", {"path": "a.txt"})],
+        usage=Usage(1105, 40, cache_read_tokens=1000, cache_write_tokens=100, reasoning_tokens=25),
+        stop_reason="tool_use",
+        reasoning=[Reasoning("Read a first.", THOUGHT), Reasoning("", REDACTED)],
+    )
+
+
+def test_anthropic_history_sends_thinking_blocks_first_then_text_then_tool_use() -> None:
+    """A block goes back exactly as it came, and as a copy: marking the request (cache
+    breakpoints) must never change the conversation. Reasoning with no state, or state
+    that is no thinking block, is not Anthropic's to send."""
+    assistant = Message(
+        "assistant",
+        "Reading.",
+        [ToolCall("c1", "builtin/file-read", {"path": "a.txt"})],
+        reasoning=[
+            Reasoning("Read a first.", THOUGHT),
+            Reasoning("readable only"),
+            Reasoning("", REDACTED),
+            Reasoning("", {"thoughtSignature": "not ours"}),
+        ],
+        origin="anthropic:claude-x",
+    )
+    router = ToolCallRouter("anthropic", origin="anthropic:claude-x")
+    [sent] = router.messages([assistant]).messages
+    assert sent == {
+        "role": "assistant",
+        "content": [
+            THOUGHT,
+            REDACTED,
+            {"type": "text", "text": "Reading."},
+            {
+                "type": "tool_use",
+                "id": "c1",
+                "name": "builtin__file-read",
+                "input": {"path": "a.txt"},
+            },
+        ],
+    }
+    assert sent["content"][0] is not assistant.reasoning[0].state
+
+
+def test_anthropic_history_of_another_model_goes_without_its_thinking_blocks() -> None:
+    assistant = Message(
+        "assistant", "Reading.", reasoning=[Reasoning("Read a first.", THOUGHT)],
+        origin="anthropic:claude-x",
+    )  # fmt: skip
+    router = ToolCallRouter("anthropic", origin="anthropic:claude-y")
+    assert router.messages([assistant]).messages == [
+        {"role": "assistant", "content": [
+            {"type": "text", "text": "<thinking>\nRead a first.\n</thinking>\n\nReading."},
+        ]},
+    ]  # fmt: skip
