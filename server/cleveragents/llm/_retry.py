@@ -49,6 +49,9 @@ _CONTEXT_OVERFLOW = re.compile(
     r"|exceeds? the (available|maximum)",
     re.IGNORECASE,
 )
+_URL = re.compile(r"https?://\S+")
+"""Left out of the overflow match: Anthropic's thinking-budget refusal links to a page
+section named ``max-tokens-and-context-window-size``."""
 _RETRYABLE_TYPES = frozenset(
     {"overloaded_error", "api_error", "rate_limit_error", "server_error", "timeout_error"}
 )
@@ -293,7 +296,7 @@ def classify_status(
             "check the model name and baseUrl",
             False,
         )
-    if status in (400, 413, 422) and _CONTEXT_OVERFLOW.search(f"{kind} {detail}"):
+    if status in (400, 413, 422) and _CONTEXT_OVERFLOW.search(_URL.sub("", f"{kind} {detail}")):
         return Failure(
             f"the conversation is longer than the model's context window (HTTP {status})",
             False,
