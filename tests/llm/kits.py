@@ -18,6 +18,7 @@ import attrs
 from cleveragents.llm import get_provider, providers
 from cleveragents.llm._base import SdkCaller
 from cleveragents.llm.spec import ModelSpec
+from kit.fake_openai import responses_error_event, responses_text_events
 from kit.loopback import LoopbackServer, Recorded, Reply, data, event, json_reply, sse_reply
 
 # -- OpenAI chat completions ---------------------------------------------------------------
@@ -262,6 +263,30 @@ OPENAI = Kit(
     sent_key=lambda sent: sent.headers["authorization"].removeprefix("Bearer "),
 )
 
+OPENAI_RESPONSES = Kit(
+    name="openai-responses",
+    key_env="OPENAI_API_KEY",
+    base_path="/v1",
+    model="gpt-test",
+    text_stream=lambda text: sse_reply(*responses_text_events(text)),
+    unfinished=lambda text: sse_reply(*responses_text_events(text, finish=False)),
+    # created, the message added, the first half of its text: then nothing more
+    text_then_hang=lambda text: sse_reply(*responses_text_events(text)[:3], hang=True),
+    text_then_cut=lambda text: sse_reply(
+        *responses_text_events(text)[:3], "event: response.output_text.delta\ndata: {brok", cut=True
+    ),
+    error_body=OPENAI.error_body,
+    auth_error=OPENAI.auth_error,
+    not_found=OPENAI.not_found,
+    overflow=OPENAI.overflow,
+    transient=OPENAI.transient,
+    transient_status=503,
+    rate_limited=_openai_rate_limited,
+    error_event=responses_error_event,
+    retryable_event_kind="server_error",
+    sent_key=OPENAI.sent_key,
+)
+
 ANTHROPIC = Kit(
     name="anthropic",
     key_env="ANTHROPIC_API_KEY",
@@ -363,7 +388,7 @@ GEMINI = Kit(
     sent_key=lambda sent: sent.headers["x-goog-api-key"],
 )
 
-KITS = {kit.name: kit for kit in (OPENAI, ANTHROPIC, GEMINI)}
+KITS = {kit.name: kit for kit in (OPENAI, OPENAI_RESPONSES, ANTHROPIC, GEMINI)}
 
 
 def sdk_providers() -> list[str]:
