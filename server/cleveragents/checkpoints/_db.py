@@ -64,7 +64,7 @@ CHECKPOINT_COLUMNS = (
 
 CacheKey = tuple[int, int, int, int, int]
 """size, mtime_ns, ctime_ns, inode, mode of a file when it was read."""
-CacheEntry = tuple[int, int, int, int, int, bytes]
+CacheEntry = tuple[CacheKey, bytes]
 """A :data:`CacheKey` and the digest of what was read."""
 _INT64 = (1 << 63) - 1
 
@@ -285,7 +285,7 @@ class Database:
     def load_cache(self) -> dict[str, CacheEntry]:
         rows = self.connection.execute("SELECT * FROM stat_cache")
         decode = os.fsdecode
-        return {decode(bytes(p)): (s, m, c, i, o, bytes(d)) for p, s, m, c, i, o, d in rows}
+        return {decode(bytes(p)): ((s, m, c, i, o), bytes(d)) for p, s, m, c, i, o, d in rows}
 
     def save_cache(
         self, old: dict[str, CacheEntry], new: dict[str, CacheEntry], added: Iterable[str]
@@ -294,7 +294,7 @@ class Database:
         changed; any other entry of ``new`` is ``old``'s); the new generation."""
         encode = os.fsencode
         gone = [(encode(path),) for path in old.keys() - new.keys()]
-        changed = [(encode(path), *new[path]) for path in added]
+        changed = [(encode(path), *new[path][0], new[path][1]) for path in added]
         run = self.connection
         run.executemany("DELETE FROM stat_cache WHERE path=?", gone)
         run.executemany("INSERT OR REPLACE INTO stat_cache VALUES (?, ?, ?, ?, ?, ?, ?)", changed)

@@ -130,13 +130,15 @@ def make_plan(
     return Plan(checkpoint_id, actions, conflicts + blocked, blocked, implied)
 
 
-def _unchanged(dirs: Directories, path: str, w: Node | None, seen: dict[str, CacheKey]) -> bool:
+def _unchanged(
+    dirs: Directories, path: str, w: Node | None, seen: Callable[[str], CacheKey | None]
+) -> bool:
     """Whether the entry at ``path`` is still what the read saw."""
     info = lstat_at(dirs, path)
     if info is None or w is None:
         return info is None and w is None
     if w.kind == FILE:
-        return stat.S_ISREG(info.st_mode) and cache_key(info) == seen.get(path)
+        return stat.S_ISREG(info.st_mode) and cache_key(info) == seen(path)
     if w.kind == LINK:
         return stat.S_ISLNK(info.st_mode)
     return stat.S_ISDIR(info.st_mode)
@@ -181,7 +183,7 @@ def checked_content(content: Callable[[Node], bytes | None], node: Node, path: s
 def apply(
     plan: Plan,
     dirs: Directories,
-    seen: dict[str, CacheKey],
+    seen: Callable[[str], CacheKey | None],
     content: Callable[[Node], bytes | None],
 ) -> tuple[list[Change], list[Note]]:
     """Make the plan's changes; the ones made, and notes on those left alone."""

@@ -91,7 +91,7 @@ class Scan:
     ``store`` receives each content not stored yet (digest, bytes); without it, contents
     are not kept and ``pending`` says where each new digest was read, to read it again.
     After :meth:`run`: ``root`` (the root tree's digest), ``trees`` (every tree, digest
-    -> bytes), ``cache`` (the reads to trust next time), ``seen`` (every file's
+    -> bytes), ``cache`` (the reads to trust next time), :meth:`key_of` (each file's
     :data:`CacheKey`, for a restore to check nothing changed since), ``not_captured``,
     ``skipped``, ``files`` and ``bytes``.
     """
@@ -155,6 +155,7 @@ class Scan:
         entries: dict[str, Node] = {}
         before = memo.entries if memo is not None else {}
         is_file, is_dir, is_link = stat.S_ISREG, stat.S_ISDIR, stat.S_ISLNK
+        old_cache, cache, files, size = self.old_cache, self.cache, 0, 0
         for entry in listed:
             name = entry.name
             if name == ".git" or (ignored and name in ignored):
@@ -166,7 +167,25 @@ class Scan:
             mode = info.st_mode
             node: Node | None
             if is_file(mode):
-                node = self._file(fd, name, prefix + name, info, before.get(name))
+                path = prefix + name
+                key = (
+                    info.st_size,
+                    info.st_mtime_ns,
+                    info.st_ctime_ns,
+                    info.st_ino & _INT64,
+                    mode & 0o7777,
+                )
+                cached = old_cache.get(path)
+                if cached is not None and cached[0] == key:
+                    # Unchanged since a trusted read: no read, and the last node reused.
+                    cache[path] = cached
+                    files += 1
+                    size += key[0]
+                    node = before.get(name)
+                    if node is None or node.digest != cached[1] or node.mode != key[4]:
+                        node = Node(FILE, key[4], key[0], cached[1])
+                else:
+                    node = self._file(fd, name, path, info)
             elif is_dir(mode):
                 node = self._subdirectory(fd, name, prefix + name, depth, info, rules)
             elif is_link(mode):
@@ -176,6 +195,8 @@ class Scan:
                 node = None
             if node is not None:
                 entries[name] = node
+        self.files += files
+        self.bytes += size
         if memo is not None and memo.entries == entries:
             data, digest = memo.data, memo.digest
         else:
@@ -228,28 +249,8 @@ class Scan:
         finally:
             os.close(child)
 
-    def _file(
-        self, fd: int, name: str, path: str, info: os.stat_result, before: Node | None
-    ) -> Node | None:
-        """The file's node: from the stat cache when it matches (the node of the last read
-        reused as is), else read."""
-        key = (
-            info.st_size,
-            info.st_mtime_ns,
-            info.st_ctime_ns,
-            info.st_ino & _INT64,
-            info.st_mode & 0o7777,
-        )
-        cached = self.old_cache.get(path)
-        if cached is not None and cached[:5] == key:
-            self.cache[path] = cached  # trusted when stored, and unchanged since
-            self.seen[path] = key
-            self.files += 1
-            self.bytes += key[0]
-            digest = cached[5]
-            if before is not None and before.digest == digest and before.mode == key[4]:
-                return before
-            return Node(FILE, key[4], key[0], digest)
+    def _file(self, fd: int, name: str, path: str, info: os.stat_result) -> Node | None:
+        """Read a file the stat cache does not vouch for."""
         if info.st_size > self.settings.max_file_bytes:
             return self._too_big(path, info)
         read = self._read(fd, name, path)
@@ -265,12 +266,21 @@ class Scan:
         else:
             self.pending.setdefault(digest, path)
         if info.st_mtime_ns < self._trust_before and info.st_ctime_ns < self._trust_before:
-            self.cache[path] = (*key, digest)
+            self.cache[path] = (key, digest)
             self.cache_added.append(path)
-        self.seen[path] = key
+        else:
+            self.seen[path] = key
         self.files += 1
         self.bytes += key[0]
         return Node(FILE, key[4], key[0], digest)
+
+    def key_of(self, path: str) -> CacheKey | None:
+        """The status of the file at ``path`` when this read saw it."""
+        found = self.seen.get(path)
+        if found is None:
+            cached = self.cache.get(path)
+            found = cached[0] if cached is not None else None
+        return found
 
     def _too_big(self, path: str, info: os.stat_result) -> Node:
         cap = self.settings.max_file_bytes

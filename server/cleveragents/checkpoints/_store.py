@@ -35,7 +35,7 @@ from ._model import (
 from ._prune import Counts, reachable
 from ._restore import Plan, apply, make_plan
 from ._scan import DirectoryMemo, Scan, open_root
-from ._tree import DIR, FILE, LINK, UNCAPTURED, Change, Node, TreeEditor, compare, decode, walk
+from ._tree import DIR, FILE, LINK, UNCAPTURED, Change, Node, TreeEditor, compare, decode
 
 _ID_CHARS = frozenset("0123456789abcdef")
 _AUTO: Any = object()
@@ -47,12 +47,20 @@ def workspace_key(real_root: str) -> str:
 
 
 class _Trees:
-    """Trees from the database, or from a read not stored; decoded once each."""
+    """Trees from the database, or from a read (``scan``, whose trees may not be stored
+    and come decoded already); decoded once each. Callers never change what they get."""
 
-    def __init__(self, database: Database, extra: dict[bytes, bytes] | None = None) -> None:
+    def __init__(
+        self,
+        database: Database,
+        scan: Scan | None = None,
+        extra: dict[bytes, bytes] | None = None,
+    ) -> None:
         self._database = database
-        self._extra = extra or {}
-        self._decoded: dict[bytes, dict[str, Node]] = {}
+        self._extra = {**(scan.trees if scan else {}), **(extra or {})}
+        self._decoded: dict[bytes, dict[str, Node]] = (
+            {memo.digest: memo.entries for memo in scan.memo.values()} if scan else {}
+        )
 
     def tree(self, digest: bytes) -> dict[str, Node]:
         found = self._decoded.get(digest)
@@ -297,7 +305,7 @@ class CheckpointStore:
         previous: tuple[Any, ...] | None,
     ) -> Checkpoint:
         return self._record(
-            _Trees(self._database, scan.trees),
+            _Trees(self._database, scan),
             scan.root,
             label=label,
             run_id=run_id,
@@ -369,7 +377,7 @@ class CheckpointStore:
                 )
                 return DiffResult(files, text)
             scan = self._scan(store=False)
-            trees = _Trees(self._database, scan.trees)
+            trees = _Trees(self._database, scan)
             changes = compare(trees, old, scan.root)
             fd = open_root(self.root, self._identity)
             dirs = Directories(fd)
@@ -449,7 +457,9 @@ class CheckpointStore:
                     return refused.result
                 self._cache = (generation, scan.cache)
                 try:
-                    done, skipped = apply(doable, dirs, scan.seen, self._content_reader(None, None))
+                    done, skipped = apply(
+                        doable, dirs, scan.key_of, self._content_reader(None, None)
+                    )
                 except LookupError as exc:
                     raise CheckpointError(str(exc)) from None
             files, _ = self._file_changes(done, self._content_reader(None, None), patch=False)
@@ -474,7 +484,7 @@ class CheckpointStore:
         dirs: Directories,
     ) -> Plan:
         return make_plan(
-            _Trees(self._database, scan.trees),
+            _Trees(self._database, scan),
             scan.root,
             target[6],
             checkpoint_id=target[1],
@@ -507,12 +517,17 @@ class CheckpointStore:
     ) -> Checkpoint:
         """Record the workspace as the restore left it, from what it wrote (no new read)."""
         database = self._database
-        editor = TreeEditor(_Trees(database, scan.trees), scan.root)
+        trees = _Trees(database, scan)
+        editor = TreeEditor(trees, scan.root)
         for path, _, new in done:
             editor.set(path, new)
         root, written = editor.write()
-        trees = _Trees(database, {**scan.trees, **written})
-        files = sum(1 for _, node in walk(trees, root) if node.kind in (FILE, LINK))
+        trees = _Trees(database, scan, written)
+        leaves = (FILE, LINK)
+        files = before.files + sum(
+            (new is not None and new.kind in leaves) - (old is not None and old.kind in leaves)
+            for _, old, new in done
+        )
         with database.transaction():
             database.put_trees(written)
             return self._record(

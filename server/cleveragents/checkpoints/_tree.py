@@ -17,14 +17,16 @@ import struct
 from collections.abc import Iterator
 from typing import NamedTuple, Protocol
 
-FILE, LINK, DIR, UNCAPTURED = "f", "l", "d", "u"
-_ENTRY = struct.Struct(">cIQ32sH")
+FILE, LINK, DIR, UNCAPTURED = b"f", b"l", b"d", b"u"
+_ENTRY = struct.Struct(">1sIQ32s")
+_COUNT = struct.Struct(">I")
 
 
 class Node(NamedTuple):
-    """One entry of a tree. ``mode``: permission bits of a file (0 otherwise)."""
+    """One entry of a tree. ``kind``: :data:`FILE`, :data:`LINK`, :data:`DIR` or
+    :data:`UNCAPTURED`; ``mode``: permission bits of a file (0 otherwise)."""
 
-    kind: str
+    kind: bytes
     mode: int
     size: int
     digest: bytes
@@ -41,28 +43,29 @@ class TreeSource(Protocol):
 
 
 def encode(entries: dict[str, Node]) -> tuple[bytes, bytes]:
-    """A tree's bytes and digest, entries sorted by name."""
+    """A tree's bytes and digest: the entries' fixed fields sorted by name, then their
+    names joined by NUL (a name never holds one)."""
+    names = sorted(entries)
     pack = _ENTRY.pack
-    parts = []
-    for name in sorted(entries):
-        node = entries[name]
-        raw = name.encode("utf-8", "surrogateescape")
-        parts.append(pack(node.kind.encode(), node.mode, node.size, node.digest, len(raw)))
-        parts.append(raw)
-    data = b"".join(parts)
+    fields = [pack(*entries[name]) for name in names]
+    data = b"".join(
+        [
+            _COUNT.pack(len(names)),
+            *fields,
+            b"\0".join(n.encode("utf-8", "surrogateescape") for n in names),
+        ]
+    )
     return data, hashlib.sha256(b"tree\0" + data).digest()
 
 
 def decode(data: bytes) -> dict[str, Node]:
-    entries: dict[str, Node] = {}
-    offset, size, unpack = 0, _ENTRY.size, _ENTRY.unpack_from
-    while offset < len(data):
-        kind, mode, length, digest, name_len = unpack(data, offset)
-        offset += size
-        name = data[offset : offset + name_len].decode("utf-8", "surrogateescape")
-        offset += name_len
-        entries[name] = Node(kind.decode(), mode, length, digest)
-    return entries
+    (count,) = _COUNT.unpack_from(data)
+    end = _COUNT.size + count * _ENTRY.size
+    if not count:
+        return {}
+    names = data[end:].decode("utf-8", "surrogateescape").split("\0")
+    nodes = map(Node._make, _ENTRY.iter_unpack(data[_COUNT.size : end]))
+    return dict(zip(names, nodes, strict=True))
 
 
 EMPTY_TREE, EMPTY_DIGEST = encode({})
