@@ -25,9 +25,11 @@ before answering checks the request the way the real API does:
   (``position`` is the content's place in ``contents``, counted from 1, as in the reports
   of a first call at ``position 2``). Signatures on other parts are "recommended", never
   required.
-- **Signature values**: a signature is bound to the part it was issued with; one the fake
-  never issued, or moved to another part, is answered ``400 Corrupted thought
-  signature.`` (the API's message, e.g. google-gemini/gemini-cli#13467). Values are
+- **Signature values**: one the fake never issued, or a call's signature moved to
+  another call ("you must return this signature in the exact part where it was
+  received"), is answered ``400 Corrupted thought signature.`` (the API's message, e.g.
+  google-gemini/gemini-cli#13467). A text part's signature need only be one it issued:
+  the docs promise no error about where those go. Values are
   compared as bytes: protobuf's JSON form of ``bytes`` accepts "either standard or
   URL-safe base64 encoding with/without paddings", and the ``google-genai`` SDK re-writes
   them URL-safe.
@@ -40,7 +42,9 @@ before answering checks the request the way the real API does:
 - **Usage, honestly counted**: tokens are a quarter of the JSON characters (rounded
   up). ``promptTokenCount`` is the whole request, ``cachedContentTokenCount`` the part of
   it (whole leading ``contents``, with the system text and tools) the previous accepted
-  request also began with, as Gemini's implicit caching reports it (left out when 0);
+  request also began with, as Gemini's implicit caching reports it (left out when 0;
+  Gemini caches only prefixes past a model's minimum size, at its discretion, but the
+  fake's conversations are tiny, so it has no minimum);
   ``thoughtsTokenCount`` the thinking spent (the budget, else by level: Gemini 3 always
   thinks), ``candidatesTokenCount`` the answer.
 
@@ -105,12 +109,13 @@ def _signature(part: Mapping[str, Any]) -> Any:
     return _field(part, "thoughtSignature", "thought_signature")
 
 
-def _what_it_signs(part: Mapping[str, Any]) -> str:
-    """What a signature is bound to: the call (name and arguments) or the text."""
+def _bound_to(part: Mapping[str, Any]) -> str | None:
+    """The call (name and arguments) a signature on ``part`` belongs to; ``None`` for a
+    text or thought part, whose signatures may travel."""
     call = _field(part, "functionCall", "function_call")
     if isinstance(call, Mapping):
-        return json.dumps(["call", call.get("name"), call.get("args") or {}], sort_keys=True)
-    return json.dumps(["thought" if part.get("thought") else "text", part.get("text", "")])
+        return json.dumps([call.get("name"), call.get("args") or {}], sort_keys=True)
+    return None
 
 
 def _decode(value: Any) -> bytes | None:
@@ -144,7 +149,7 @@ class FakeGemini:
         self.rejected: list[str] = []
         self.reported: list[dict[str, int]] = []
         self.issued: list[str] = []
-        self._signs: dict[bytes, str] = {}
+        self._signs: dict[bytes, str | None] = {}
         self._secret = secret
         self._served = 0
         self._previous: list[Any] | None = None
@@ -191,7 +196,7 @@ class FakeGemini:
                 if signature is None:
                     continue
                 raw = _decode(signature)
-                if raw is None or self._signs.get(raw) != _what_it_signs(part):
+                if raw not in self._signs or self._signs[raw] not in (None, _bound_to(part)):
                     return CORRUPTED_SIGNATURE
             calls = [p for p in parts if _field(p, "functionCall", "function_call")]
             if index > start and calls and _signature(calls[0]) is None:
@@ -208,9 +213,9 @@ class FakeGemini:
 
     def _sign(self, part: dict[str, Any]) -> dict[str, Any]:
         """``part`` with a fresh signature bound to it."""
-        what = _what_it_signs(part)
-        raw = hashlib.sha256(self._secret + f"{len(self._signs)}:{what}".encode()).digest()
-        self._signs[raw] = what
+        bound = _bound_to(part)
+        raw = hashlib.sha256(self._secret + f"{len(self._signs)}:{bound}".encode()).digest()
+        self._signs[raw] = bound
         signature = base64.b64encode(raw).decode("ascii")
         self.issued.append(signature)
         return {**part, "thoughtSignature": signature}

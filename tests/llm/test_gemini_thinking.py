@@ -229,6 +229,32 @@ async def test_a_signature_that_was_changed_is_refused_as_corrupted(
     assert info.value.message.endswith("request rejected (HTTP 400): Corrupted thought signature.")
 
 
+async def test_a_calls_signature_moved_to_another_call_is_refused(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Gemini: "you must return this signature in the exact part where it was received"."""
+    real = GeminiCodec.messages
+
+    def swapping(self: GeminiCodec, messages: Any, encode: Any) -> Any:
+        out = real(self, messages, encode)
+        calls = [p for c in out.messages for p in c["parts"] if "functionCall" in p]
+        signed = [p for p in calls if "thoughtSignature" in p]
+        if len(signed) == 2:
+            signed[0]["thoughtSignature"], signed[1]["thoughtSignature"] = (
+                signed[1]["thoughtSignature"],
+                signed[0]["thoughtSignature"],
+            )
+        return out
+
+    monkeypatch.setattr(GeminiCodec, "messages", swapping)
+    fake = FakeGemini(loop_steps())
+    with LoopbackServer(respond=fake) as server, pytest.raises(ModelProviderError) as info:
+        await run_loop(GEMINI.caller(server))
+    assert len(server.requests) == 3  # the first two steps were fine
+    assert fake.rejected == [CORRUPTED_SIGNATURE]
+    assert "Corrupted thought signature." in info.value.message
+
+
 async def test_usage_comes_from_geminis_own_fields() -> None:
     fake = FakeGemini(loop_steps())
     with LoopbackServer(respond=fake) as server:
