@@ -448,3 +448,33 @@ async def test_a_conversation_continued_on_another_model_drops_the_signatures_an
     model_text = [p["text"] for c in sent["contents"] if c["role"] == "model" for p in c["parts"]
                   if "text" in p]  # fmt: skip
     assert model_text[0] == f"<thinking>\n{THOUGHT}\n</thinking>"
+
+
+async def test_a_conversation_continued_after_a_restart_sends_every_signature_back(
+    tmp_path: Path,
+) -> None:
+    """The transcript keeps the signatures (the calls' and the closing text part's), so
+    the same model gets them all back, unchanged, from a new process."""
+    fake = FakeGemini([*loop_steps(), Step(text="Again.")])
+    with LoopbackServer(respond=fake) as server:
+        first = service_for(tmp_path)
+        handle = await first.start(
+            RunRequest(prompt="Echo one to six.", model=model_spec(server), run_id="r1",
+                       automation_profile="trusted")
+        )  # fmt: skip
+        assert (await handle.result()).status == "completed"
+        await first.aclose()
+        second = service_for(tmp_path)
+        handle = await second.start(
+            RunRequest(prompt="Once more.", model=model_spec(server), run_id="r2",
+                       continue_from="r1", automation_profile="trusted")
+        )  # fmt: skip
+        result = await handle.result()
+        await second.aclose()
+        last = server.requests[-1].body
+
+    assert (result.status, result.content) == ("completed", "Again.")
+    assert fake.rejected == []
+    assert signatures_sent(last) == [base64.b64decode(s) for s in fake.issued[:-1]]
+    closing = [p for c in last["contents"] for p in c["parts"] if p.get("text") == ""]
+    assert [("thoughtSignature" in p) for p in closing] == [True]
