@@ -3,8 +3,10 @@ undo, limits to paths, and what it never touches or writes through."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
+import pytest
 from checkpoint_kit import state_of, write
 
 from cleveragents.checkpoints import CheckpointStore, Note
@@ -184,3 +186,44 @@ def test_a_restore_puts_back_links_and_modes(store: CheckpointStore, root: Path)
     write(root, "current", "a file now\n")
     store.restore(first.id)
     assert state_of(root) == before
+
+
+def test_an_unreadable_entry_is_not_captured_and_never_touched(
+    store: CheckpointStore, root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A file or folder the user cannot read (simulated: the tests may run as root) is
+    listed as not captured, and a restore leaves it and what lies beneath it alone."""
+    write(root, "secret.txt", "v1\n")
+    write(root, "locked/inside.txt", "v1\n")
+    first = store.take()
+    write(root, "secret.txt", "v2, unreadable now\n")
+    write(root, "locked/inside.txt", "v2\n")
+    real_open = os.open
+
+    def refusing_open(path: str, flags: int, *args: object, **kwargs: object) -> int:
+        if path in ("secret.txt", "locked"):
+            raise PermissionError(13, "Permission denied")
+        return real_open(path, flags, *args, **kwargs)
+
+    monkeypatch.setattr("cleveragents.checkpoints._scan.os.open", refusing_open)
+    second = store.take()
+    assert second.not_captured == (
+        Note("locked", "unreadable (Permission denied)"),
+        Note("secret.txt", "unreadable (Permission denied)"),
+    )
+    result = store.restore(first.id, force=True)
+    assert {note.path for note in result.skipped} == {"locked", "locked/inside.txt", "secret.txt"}
+    assert (root / "secret.txt").read_text() == "v2, unreadable now\n"
+    assert (root / "locked/inside.txt").read_text() == "v2\n"
+
+
+def test_names_that_are_not_utf8_round_trip(store: CheckpointStore, root: Path) -> None:
+    name = os.fsdecode(b"caf\xe9.txt")
+    (root / name).write_text("latin-1 name\n")
+    first = store.take()
+    (root / name).write_text("changed\n")
+    (diff,) = store.diff(first.id).files
+    assert diff.path == name
+    assert '"a/caf\\351.txt"' in store.diff(first.id).patch
+    store.restore(first.id)
+    assert (root / name).read_text() == "latin-1 name\n"

@@ -106,9 +106,13 @@ def make_plan(
     conflicts: list[Note] = []
     blocked: list[Note] = []
     actions: list[Change] = []
+    blocked_paths: set[str] = set()
     for path, w, t in changes:
         reason = None
-        if w is not None and w.kind == UNCAPTURED:
+        above = next((a for a in _ancestors(path) if a in blocked_paths), None)
+        if above is not None:
+            reason = f"beneath {above!r}, which a restore may not touch"
+        elif w is not None and w.kind == UNCAPTURED:
             why = uncaptured_reasons.get(path, "not captured")
             reason = f"not captured ({why}): a restore over it could not be undone"
         elif t is not None and t.kind == UNCAPTURED:
@@ -119,6 +123,7 @@ def make_plan(
                 reason = "in the way and not captured (ignored by .gitignore, or a special file)"
         if reason is not None:
             blocked.append(Note(path, reason))
+            blocked_paths.add(path)
             continue
         if expected is not None and path not in implied:
             expected_id, e_root = expected

@@ -243,7 +243,7 @@ class Scan:
             if exc.errno in _SWAPPED:
                 self.skipped.append(Note(path, "changed while it was read: not captured"))
                 return None
-            raise CheckpointError(f"cannot read the directory {path!r}: {exc.strerror}") from None
+            return self._unreadable(path, info, exc)
         try:
             return Node(DIR, 0, 0, self._directory(child, path, depth + 1, rules))
         finally:
@@ -253,9 +253,9 @@ class Scan:
         """Read a file the stat cache does not vouch for."""
         if info.st_size > self.settings.max_file_bytes:
             return self._too_big(path, info)
-        read = self._read(fd, name, path)
-        if read is None:
-            return None
+        read = self._read(fd, name, path, info)
+        if read is None or isinstance(read, Node):
+            return read
         info, data = read
         key = cache_key(info)
         if len(data) > self.settings.max_file_bytes:
@@ -288,15 +288,24 @@ class Scan:
         self.seen[path] = cache_key(info)
         return Node(UNCAPTURED, stat.S_IMODE(info.st_mode), info.st_size, fingerprint(info))
 
-    def _read(self, dir_fd: int, name: str, path: str) -> tuple[os.stat_result, bytes] | None:
-        """The file's status and content, read through one descriptor that is no link."""
+    def _unreadable(self, path: str, info: os.stat_result, exc: OSError) -> Node:
+        """An entry that cannot be read is not captured, so that no restore touches it."""
+        self.not_captured.append(Note(path, f"unreadable ({exc.strerror})"))
+        self.seen[path] = cache_key(info)
+        return Node(UNCAPTURED, stat.S_IMODE(info.st_mode), info.st_size, fingerprint(info))
+
+    def _read(
+        self, dir_fd: int, name: str, path: str, listed: os.stat_result
+    ) -> tuple[os.stat_result, bytes] | Node | None:
+        """The file's status and content, read through one descriptor that is no link
+        (a node when it is not captured)."""
         try:
             fd = os.open(name, _FILE, dir_fd=dir_fd)
         except OSError as exc:
             if exc.errno in _SWAPPED:
                 self.skipped.append(Note(path, "changed while it was read: not captured"))
                 return None
-            raise CheckpointError(f"cannot read {path!r}: {exc.strerror}") from None
+            return self._unreadable(path, listed, exc)
         try:
             info = os.fstat(fd)
             if not stat.S_ISREG(info.st_mode):

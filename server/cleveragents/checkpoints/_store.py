@@ -366,7 +366,7 @@ class CheckpointStore:
     ) -> DiffResult:
         """What changed from checkpoint ``from_id`` to ``to_id`` (``None``: the
         workspace now), limited to ``paths`` (and what lies beneath them) when given."""
-        with self._lock:
+        with self._lock, self._database.exclusive():  # no prune removes what it reads
             old = self._row(from_id)[6]
             if to_id is not None:
                 new = self._row(to_id)[6]
@@ -394,7 +394,7 @@ class CheckpointStore:
         """Every path changed between consecutive checkpoints of ``checkpoint_ids`` (a
         run's, oldest first): what that range touched, even where a later step put the
         file back as it was. Directories are included."""
-        with self._lock:
+        with self._lock, self._database.exclusive():
             roots = [self._row(cid)[6] for cid in checkpoint_ids]
             trees = _Trees(self._database)
             touched: set[str] = set()
