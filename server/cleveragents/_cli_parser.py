@@ -29,6 +29,15 @@ def _positive(value: str) -> int:
     return number
 
 
+def _log_level(value: str) -> str:
+    names = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+    if value.upper() not in names:
+        raise argparse.ArgumentTypeError(
+            f"unknown level {value!r}: choose one of {', '.join(names)} (any case)"
+        )
+    return value.upper()
+
+
 def _profiles_help() -> str:
     from .workspace.profiles import BUILTIN_PROFILES, DEFAULT_PROFILE
 
@@ -38,8 +47,8 @@ def _profiles_help() -> str:
         default = " (default)" if name == DEFAULT_PROFILE else ""
         lines.append(f"  {name:<11} {marks:<18} {profile.description}{default}")
     lines += [
-        "'ask' prompts on a terminal ([y]es / [n]o / [a]lways); --yes allows it unasked;",
-        "off a terminal without --yes it is refused.",
+        "'ask' prompts on the terminal ([y]es / [n]o / [a]lways), /dev/tty when stdin is a",
+        "pipe; --yes allows it unasked; with no terminal at all it is refused (not approved).",
     ]
     return "\n".join(lines)
 
@@ -82,14 +91,14 @@ def build_parser() -> argparse.ArgumentParser:
 def _add_run(sub: Any) -> None:
     run = sub.add_parser(
         "run", help="run a prompt on the workspace and show it live",
-        description="Run a prompt on a daemon spawned for the workspace, and show the run "
-        "as it happens.", epilog_factory=_profiles_help,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Run a prompt on the workspace, in this process, and show the run as it "
+        "happens. Off a terminal, stdout holds the answer alone; the rest goes to stderr.",
+        epilog_factory=_profiles_help, formatter_class=argparse.RawDescriptionHelpFormatter,
     )  # fmt: skip
     run.add_argument(
         "words", nargs="*", metavar="[RUN_ID] PROMPT",
-        help="the prompt ('-', or none with a pipe on stdin: read stdin); with --continue, "
-        "an optional run id first",
+        help="the prompt; a piped stdin is added to it in a fenced block (alone, it is the "
+        "prompt; '-' reads the prompt from stdin); with --continue, an optional run id first",
     )  # fmt: skip
     run.add_argument(
         "-m", "--model", metavar="SPEC",
@@ -106,10 +115,15 @@ def _add_run(sub: Any) -> None:
     run.add_argument("--profile", metavar="NAME", help="automation profile (listed below)")
     run.add_argument("-y", "--yes", action="store_true", help="allow what the profile would ask")
     run.add_argument("--json", action="store_true", help="print each notification as JSON")
+    run.add_argument(
+        "-o", "--output-last-message", dest="output", type=Path, metavar="FILE",
+        help="also write the answer (the run's last text) to FILE",
+    )  # fmt: skip
     run.add_argument("--state-dir", type=Path, metavar="DIR", help="where transcripts go")
     run.add_argument(
         "--continue", dest="continue_", action="store_true",
-        help="continue the latest run in this workspace, or RUN_ID",
+        help="continue the latest run in this workspace, or RUN_ID (or a unique prefix of 4+ "
+        "characters); its model, profile and workspace are reused unless given",
     )  # fmt: skip
 
 
@@ -132,7 +146,9 @@ def _add_runs(sub: Any) -> None:
     listing.add_argument("--json", action="store_true", help="the RunSummary list as JSON")
     listing.add_argument("--state-dir", type=Path, metavar="DIR")
     show = runs_sub.add_parser("show", help="one run: status, content, tool calls")
-    show.add_argument("run_id", metavar="RUN_ID")
+    show.add_argument(
+        "run_id", metavar="RUN_ID", help="a run id, or a unique prefix of 4+ characters"
+    )
     show.add_argument("--json", action="store_true", help="the RunResult as JSON")
     show.add_argument("--state-dir", type=Path, metavar="DIR")
 
@@ -148,7 +164,10 @@ def _add_serve(sub: Any) -> None:
     serve.add_argument("--state-dir", type=Path, help="where transcripts go")
     serve.add_argument("--model", help="default model spec, e.g. scripted:turns.json")
     serve.add_argument("--profile", help="default automation profile (default: supervised)")
-    serve.add_argument("--log-level", default="WARNING", help="stderr log level")
+    serve.add_argument(
+        "--log-level", type=_log_level, default="WARNING", metavar="LEVEL",
+        help="stderr log level: DEBUG, INFO, WARNING (default), ERROR or CRITICAL",
+    )  # fmt: skip
     serve.add_argument(
         "--protocol", choices=("lsp", "acp"), default="lsp",
         help="lsp: our protocol, LSP-framed (default); acp: the Agent Client Protocol",

@@ -3,19 +3,24 @@
 
 This module parses arguments and turns them into what the client-side commands take:
 it resolves settings (flag, then environment, then ``config.toml``), checks the model
-spec, the profile and the workspace, reads the prompt, and finds the run to continue.
-Every usage error names the flag and exits 2. It is the one place that may reach into
-the transcript store and the workspace's profile table (the client layer may not);
-each import happens inside the command that needs it, so ``serve`` loads only the
-daemon, ``runs`` never loads it, and ``run`` never loads rich unless it draws the live
-view.
+spec, the profile and the workspace, reads the prompt (and a piped stdin), and finds
+the run to continue (``_cli_runs``: an id or a unique prefix; its model, profile and
+workspace are reused unless given). Every usage error names the flag and exits 2. It is
+the one place that may reach into the transcript store and the workspace's profile
+table (the client layer may not); each import happens inside the command that needs
+it, so ``serve`` loads only the daemon, ``runs`` never loads it, and ``run`` never loads
+rich unless it draws the live view. Every command exits quietly, with 141, when its
+stdout is closed early (``| head``).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import gc
 import json
+import os
+import re
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -24,6 +29,9 @@ from typing import Any
 from ._cli_parser import build_parser
 
 EXIT_USAGE = 2
+EXIT_CLOSED = 141
+"""stdout was closed before the command wrote all of it (as for a process killed by
+SIGPIPE)."""
 
 
 class UsageError(Exception):
@@ -31,9 +39,39 @@ class UsageError(Exception):
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
     try:
-        args = parser.parse_args(argv)
+        code = _main(argv)
+        sys.stdout.flush()
+    except BrokenPipeError:  # `| head` stopped reading: no traceback, nothing more
+        _quiet_stdout()
+        return EXIT_CLOSED
+    return code
+
+
+def _quiet_stdout() -> None:
+    """Point a stdout nobody reads at /dev/null: Python flushes it again at exit."""
+    with contextlib.suppress(OSError, ValueError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+
+
+def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
+    """The arguments; ``run``'s words may come between its flags
+    (``run --continue ID -m M PROMPT``): argparse takes only the first group of words,
+    and the rest are added to them here. Raises ``SystemExit`` as argparse does."""
+    parser = build_parser()
+    args, extras = parser.parse_known_args(argv)
+    if extras:
+        if args.command != "run" or any(e.startswith("-") and e != "-" for e in extras):
+            parser.parse_args(argv)  # the error argparse gives for them (exits 2)
+        args.words = [*args.words, *extras]
+    return args
+
+
+def _main(argv: Sequence[str] | None) -> int:
+    try:
+        args = _parse(argv)
     except SystemExit as exc:
         return int(exc.code or 0) and EXIT_USAGE
     if args.command == "serve":
@@ -70,7 +108,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "demo":
             from .client.demo import run_demo
 
-            return run_demo(_state_dir(args.state_dir), args.workspace, args.protocol)
+            workspace = _demo_workspace(args.workspace)
+            return run_demo(_state_dir(args.state_dir), workspace, args.protocol)
         if args.command == "config":
             return config_command(args)
         return runs_command(args)
@@ -99,20 +138,55 @@ def _state_dir(flag: Path | None) -> Path:
 
 
 def config_command(args: argparse.Namespace) -> int:
+    """The settings and their sources; a profile or model that ``run`` would refuse is
+    reported (on stderr, and as ``problems`` with ``--json``), exit 2."""
     from .client._config import config_path
 
     path = config_path()
     settings = _settings()
+    problems = _problems(settings)
     if args.json:
         print(json.dumps({"configFile": str(path), "exists": path.is_file(),
                           "settings": {k: {"value": s.value, "source": s.source}
-                                       for k, s in settings.items()}}, indent=2))  # fmt: skip
+                                       for k, s in settings.items()},
+                          "problems": problems}, indent=2))  # fmt: skip
+    else:
+        print(f"config file  {path}{'' if path.is_file() else ' (none)'}")
+        for key, setting in settings.items():
+            value = setting.value if setting.value is not None else "-"
+            print(f"{key:<12} {value}  ({setting.source})")
+    if not problems:
         return 0
-    print(f"config file  {path}{'' if path.is_file() else ' (none)'}")
-    for key, setting in settings.items():
-        value = setting.value if setting.value is not None else "-"
-        print(f"{key:<12} {value}  ({setting.source})")
-    return 0
+    from .client._terminal import printable
+
+    for problem in problems:
+        print(printable(f"cleveragents config: {problem}"), file=sys.stderr)
+    return EXIT_USAGE
+
+
+def _problems(settings: dict[str, Any]) -> list[str]:
+    problems = []
+    checks = [_profile] + ([_model] if settings["model"].value else [])
+    for check, key in zip(checks, ("profile", "model"), strict=False):
+        try:
+            check(settings[key])
+        except UsageError as exc:
+            problems.append(str(exc))
+    return problems
+
+
+def _demo_workspace(flag: Path | None) -> Path | None:
+    if flag is None:
+        return None
+    workspace = flag.expanduser().resolve()
+    if not workspace.is_dir():
+        raise UsageError(f"--workspace {workspace} is not a directory")
+    if not (workspace / "src" / "greet.py").is_file():
+        raise UsageError(
+            f"--workspace {workspace} has no src/greet.py, which the demo's script fixes: "
+            "omit --workspace to run it on a temporary copy of its sample project"
+        )
+    return workspace
 
 
 # -- run ---------------------------------------------------------------------------------
@@ -126,30 +200,91 @@ def run_options(args: argparse.Namespace) -> Any:
         state_dir=str(args.state_dir) if args.state_dir else None,
     )  # fmt: skip
     state_dir = Path(settings["state_dir"].value).expanduser().resolve()
-    workspace = _workspace(args.workspace)
     words = list(args.words)
-    continue_from = None
+    earlier = None
     if args.continue_:
         if len(words) > 2:
             raise UsageError("--continue takes [RUN_ID] PROMPT: quote the prompt")
-        continue_from = words.pop(0) if len(words) == 2 else _latest_run(state_dir, workspace)
+        earlier = _continued(state_dir, words.pop(0) if len(words) == 2 else None, args.workspace)
     elif len(words) > 1:
         raise UsageError(f"expected one prompt, got {len(words)} words: quote the prompt")
-    from_stdin = (words == ["-"]) or (not words and not sys.stdin.isatty())
-    if from_stdin:
-        prompt = sys.stdin.read()
-    elif words:
-        prompt = words[0]
+    if earlier is not None and args.workspace is None and earlier.workspace:
+        workspace = _earlier_workspace(earlier)
     else:
+        workspace = _workspace(args.workspace)
+    prompt, stdin_taken = _prompt(words[0] if words else None)
+    if earlier is not None and not args.model:
+        model = _reused_model(settings["model"], earlier)
+    else:
+        model = _model(settings["model"])
+    from .workspace.profiles import BUILTIN_PROFILES
+
+    if earlier is not None and not args.profile and earlier.profile in BUILTIN_PROFILES:
+        profile = str(earlier.profile)
+    else:
+        profile = _profile(settings["profile"])
+    return RunOptions(
+        prompt=prompt, workspace=workspace, state_dir=state_dir, model=model, profile=profile,
+        system=args.system, max_iterations=args.max_iterations, yes=args.yes, json=args.json,
+        continue_from=earlier.run_id if earlier is not None else None,
+        stdin_taken=stdin_taken, output_file=_output_file(args.output),
+    )  # fmt: skip
+
+
+def _prompt(word: str | None) -> tuple[str, bool]:
+    """The prompt, and whether stdin was read for it. ``-`` reads it from stdin; a piped
+    stdin is the prompt when none is given, else it is added to it (the prompt, then the
+    input in a fenced block), as ``llm`` does."""
+    stdin = sys.stdin
+    piped = stdin is not None and not _isatty(stdin)
+    if word == "-" or (word is None and piped):
+        prompt, taken = _read_stdin(), True
+    elif word is None:
         raise UsageError("no prompt: pass one as an argument, or '-' to read it from stdin")
+    elif piped:
+        data, taken = _read_stdin(), True
+        prompt = with_input(word, data) if data.strip() else word
+    else:
+        prompt, taken = word, False
     if not prompt.strip():
         raise UsageError("the prompt is empty")
-    return RunOptions(
-        prompt=prompt, workspace=workspace, state_dir=state_dir,
-        model=_model(settings["model"]), profile=_profile(settings["profile"]),
-        system=args.system, max_iterations=args.max_iterations, yes=args.yes, json=args.json,
-        continue_from=continue_from, interactive=sys.stdin.isatty() and not from_stdin,
-    )  # fmt: skip
+    return prompt, taken
+
+
+def with_input(prompt: str, data: str) -> str:
+    """The prompt, then ``data`` in a fenced block whose fence no line of it closes."""
+    longest = max((len(run) for run in re.findall(r"`+", data)), default=0)
+    fence = "`" * max(3, longest + 1)
+    return f"{prompt}\n\n{fence}\n{data.rstrip(chr(10))}\n{fence}"
+
+
+def _isatty(stream: Any) -> bool:
+    try:
+        return bool(stream.isatty())
+    except (OSError, ValueError):
+        return False
+
+
+def _read_stdin() -> str:
+    buffer = getattr(sys.stdin, "buffer", None)
+    if buffer is None:
+        return str(sys.stdin.read())
+    data: bytes = buffer.read()
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise UsageError(f"stdin is not UTF-8 text (byte {exc.start} is not)") from None
+
+
+def _output_file(flag: Path | None) -> Path | None:
+    if flag is None:
+        return None
+    path = flag.expanduser().absolute()
+    if path.is_dir():
+        raise UsageError(f"-o {flag}: is a directory; name a file")
+    if not path.parent.is_dir():
+        raise UsageError(f"-o {flag}: {path.parent} is not a directory")
+    return path
 
 
 def _workspace(flag: Path | None) -> Path:
@@ -214,22 +349,61 @@ def _profile(setting: Any) -> str:
     return name
 
 
-def _latest_run(state_dir: Path, workspace: Path) -> str:
-    """The newest finished run whose sandbox was ``workspace``."""
-    from .transcripts import TranscriptStore
+def _continued(state_dir: Path, named: str | None, workspace_flag: Path | None) -> Any:
+    """The run ``--continue`` continues (``named``: an id or a unique prefix; else the
+    latest finished run in this workspace), as ``RunFacts``."""
+    from ._cli_runs import facts, latest_in, resolve
+    from .transcripts import RunNotFoundError, TranscriptStore
 
     store = TranscriptStore(state_dir)
-    for summary in store.summaries():
-        if summary["active"]:
-            continue
-        for event in store.events(summary["runId"]):
-            if event.get("method") == "run/started":
-                if event["params"].get("sandboxRoot") == str(workspace):
-                    return str(summary["runId"])
-                break
+    try:
+        if named is not None:
+            return facts(store, resolve(store, named))
+        workspace = _workspace(workspace_flag)
+        latest = latest_in(store, str(workspace))
+        if latest is None:
+            raise UsageError(
+                f"--continue: no earlier run in {workspace} (in {state_dir}); name one: "
+                "--continue RUN_ID PROMPT (cleveragents runs list shows them)"
+            )
+        return facts(store, latest)
+    except RunNotFoundError as exc:
+        raise UsageError(f"--continue: {exc.message}") from None
+
+
+def _earlier_workspace(earlier: Any) -> Path:
+    """The continued run's workspace, reused: it was chosen then (even / or home)."""
+    workspace = Path(earlier.workspace)
+    if not workspace.is_dir():
+        raise UsageError(
+            f"--continue: run {earlier.run_id} ran in {workspace}, which is no longer a "
+            "directory: pass --workspace"
+        )
+    return workspace
+
+
+def _reused_model(setting: Any, earlier: Any) -> str | dict[str, Any]:
+    """The continued run's model, as its transcript names it. The configured model is
+    taken instead when it is the same one (it may say more: a base URL, a key variable);
+    a model the transcript cannot name again (inline turns, an editor's) falls back to
+    the configured one."""
+    from .client._config import Setting
+    from .llm.errors import ModelConfigError
+    from .llm.spec import parse_model_spec
+
+    label = earlier.model
+    if setting.value:
+        with contextlib.suppress(UsageError, ModelConfigError):
+            if parse_model_spec(_model(setting)).describe() == label:
+                return _model(setting)
+    if label and "<inline>" not in label:
+        with contextlib.suppress(UsageError):
+            return _model(Setting(label, f"--continue (the model of run {earlier.run_id})"))
+    if setting.value:
+        return _model(setting)
     raise UsageError(
-        f"--continue: no earlier run in {workspace} (in {state_dir}); name one: "
-        "--continue RUN_ID PROMPT (cleveragents runs list shows them)"
+        f"--continue: run {earlier.run_id} used the model {label or 'of its face'}, which "
+        "cannot be named again here: pass -m/--model"
     )
 
 
@@ -259,33 +433,56 @@ def runs_command(args: argparse.Namespace) -> int:
     imported (nor pygls): ``cleveragents.transcripts`` stands on the core alone."""
     import shutil
 
+    from ._cli_runs import facts, resolve
     from .client._history import list_lines, show_lines
     from .client._terminal import json_text, printable
     from .transcripts import RunNotFoundError, RunStateError, TranscriptStore
 
     store = TranscriptStore(_state_dir(args.state_dir))
     if args.runs_command == "list":
-        summaries = store.summaries()[: args.limit]
+        every = store.summaries()
+        summaries = every[: args.limit]
         if args.json:
             print(json_text(summaries, indent=2))
-        else:
-            width = shutil.get_terminal_size().columns
-            print("\n".join(list_lines(summaries, width)))
+            return 0
+        shown = []
+        for summary in summaries:
+            try:
+                about = facts(store, str(summary["runId"]))
+            except RunNotFoundError:  # removed since it was listed
+                continue
+            shown.append({**summary, "model": about.model, "workspace": about.workspace})
+        width = shutil.get_terminal_size().columns
+        print("\n".join(list_lines(shown, width, [str(s["runId"]) for s in every])))
         return 0
     try:
-        result = store.result(args.run_id)
+        run_id = resolve(store, args.run_id)
+        result = store.result(run_id)
+        about = facts(store, run_id)
     except (RunNotFoundError, RunStateError) as exc:
         print(printable(f"cleveragents runs show: {exc.message}"), file=sys.stderr)
         return 1
     if args.json:
-        print(json_text(result, indent=2))
+        print(json_text(rounded(result), indent=2))
         return 0
-    meta = next(iter(store.events(args.run_id)), {}).get("params", {})
-    if not isinstance(meta, dict):  # a line of the wrong shape reads as none
-        meta = {}
-    print("\n".join(show_lines(result, str(meta.get("startedAt", "")),
-                               str(meta.get("prompt", "")))))  # fmt: skip
+    print("\n".join(show_lines(result, about.about())))
     return 0
+
+
+def rounded(result: dict[str, Any]) -> dict[str, Any]:
+    """A ``RunResult`` with its durations to the microsecond (``735.879``, not
+    ``735.8785199999147``): printed for people and scripts; the wire keeps its floats."""
+    out = dict(result)
+    if isinstance(out.get("durationMs"), float):
+        out["durationMs"] = round(out["durationMs"], 3)
+    records = out.get("toolCallHistory")
+    if isinstance(records, list):
+        out["toolCallHistory"] = [
+            {**r, "durationMs": round(r["durationMs"], 3)}
+            if isinstance(r, dict) and isinstance(r.get("durationMs"), float) else r
+            for r in records
+        ]  # fmt: skip
+    return out
 
 
 if __name__ == "__main__":

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -105,21 +106,38 @@ def test_the_model_may_be_inline_json_or_a_file_and_system_goes_with_it(tmp_path
         assert finished["params"]["result"]["content"] == "from json"
 
 
-def test_off_a_terminal_a_refusal_names_yes_and_profile_and_yes_allows(tmp_path: Path) -> None:
+def test_with_no_terminal_a_call_is_not_approved_naming_yes_and_profile(tmp_path: Path) -> None:
+    """Nobody could be asked (no terminal, stdin /dev/null): the refusal is recorded as
+    not approved, not as a user's decision, and one line says what to do."""
     write = {"name": "builtin/file-write", "arguments": {"path": "out.txt", "content": "x"}}
     model = script_file(tmp_path, {"toolCalls": [write]}, {"content": "done"})
     state = str(tmp_path / "state")
     refused = cli(tmp_path, "run", "-m", model, "--state-dir", state, "write")
     assert refused.returncode == 0
-    [line] = refused.stderr.splitlines()
+    [line] = [x for x in refused.stderr.splitlines() if x.startswith("not approved")]
     assert "builtin/file-write" in line
     assert "--yes" in line
     assert "--profile" in line
     assert not (tmp_path / "out.txt").exists()
+    [record] = result_of(tmp_path, state)["toolCallHistory"]
+    assert record["error"] == (
+        "not approved: no terminal to ask (use --yes or --profile); "
+        "profile 'supervised' asks before write tools"
+    )
+    assert "declined" not in record["error"]
     allowed = cli(tmp_path, "run", "-m", model, "--state-dir", state, "--yes", "write")
     assert allowed.returncode == 0
-    assert allowed.stderr == ""
+    assert "not approved" not in allowed.stderr
     assert (tmp_path / "out.txt").read_text() == "x"
+
+
+def result_of(tmp_path: Path, state: str) -> dict[str, Any]:
+    """The newest run's ``RunResult``, as ``runs show --json`` prints it."""
+    shown = cli(tmp_path, "runs", "show", runs(Path(state))[0]["runId"], "--json",
+                "--state-dir", state)  # fmt: skip
+    assert shown.returncode == 0, shown.stderr
+    result: dict[str, Any] = json.loads(shown.stdout)
+    return result
 
 
 def test_a_run_stopped_by_the_limit_says_so_and_exits_1(tmp_path: Path) -> None:
@@ -128,5 +146,27 @@ def test_a_run_stopped_by_the_limit_says_so_and_exits_1(tmp_path: Path) -> None:
     out = cli(tmp_path, "run", "-m", model, "--max-iterations", "2",
               "--state-dir", str(tmp_path / "s"), "go")  # fmt: skip
     assert out.returncode == 1
-    assert "stopped at the iteration limit: 2 iterations" in out.stdout
-    assert "not an answer" in out.stdout
+    assert "stopped at the iteration limit: 2 iterations" in out.stderr
+    assert "not an answer" in out.stderr
+
+
+def test_demo_on_a_missing_workspace_is_one_line_naming_the_flag(tmp_path: Path) -> None:
+    missing = cli(tmp_path, "demo", "--workspace", str(tmp_path / "nonexistent"))
+    assert missing.returncode == 2
+    assert missing.stderr == (
+        f"cleveragents demo: --workspace {tmp_path / 'nonexistent'} is not a directory\n"
+    )
+    (tmp_path / "empty").mkdir()
+    empty = cli(tmp_path, "demo", "--workspace", str(tmp_path / "empty"))
+    assert empty.returncode == 2
+    [line] = empty.stderr.splitlines()
+    assert "src/greet.py" in line
+
+
+@pytest.mark.parametrize("level", ["verbose", "5", ""])
+def test_serve_refuses_an_unknown_log_level_naming_the_flag(tmp_path: Path, level: str) -> None:
+    out = cli(tmp_path, "serve", "--log-level", level)
+    assert out.returncode == 2
+    assert "--log-level" in out.stderr
+    assert "DEBUG, INFO, WARNING, ERROR, CRITICAL" in out.stderr
+    assert "Traceback" not in out.stderr

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -57,14 +58,26 @@ def test_runs_list_is_a_table_with_a_header_and_show_is_a_human_view(tmp_path: P
                         {"content": "All done."})  # fmt: skip
     for prompt in ("first prompt", "second prompt"):
         assert cli(tmp_path, "run", "-m", model, "--state-dir", state, prompt).returncode == 0
-    listing = cli(tmp_path, "runs", "list", "--state-dir", state).stdout.splitlines()
-    assert listing[0].split() == ["RUN", "STARTED", "STATUS", "ITER", "CALLS", "PROMPT"]
-    assert listing[1].split()[3:] == ["completed", "2", "1", "second", "prompt"]
+    listing = cli(tmp_path, "runs", "list", "--state-dir", state,
+                  COLUMNS="400").stdout.splitlines()  # fmt: skip
+    assert listing[0].split() == [
+        "RUN", "STARTED", "STATUS", "ITER", "CALLS", "MODEL", "WORKSPACE", "PROMPT",
+    ]  # fmt: skip
+    row = listing[1].split()
+    assert row[3:6] == ["completed", "2", "1"]
+    assert row[6].startswith("scripted:")  # the model, cut to its column
+    assert row[7].endswith(tmp_path.name)  # the workspace, cut from the left
+    assert row[8:] == ["second", "prompt"]
+    assert len(row[0]) == 8  # a short id, which every command takes
     assert len(listing) == 3
     limited = json.loads(cli(tmp_path, "runs", "list", "--limit", "1", "--json",
                              "--state-dir", state).stdout)  # fmt: skip
     assert [r["prompt"] for r in limited] == ["second prompt"]
-    shown = cli(tmp_path, "runs", "show", limited[0]["runId"], "--state-dir", state).stdout
+    shown = cli(tmp_path, "runs", "show", row[0], "--state-dir", state).stdout
+    assert f"run         {limited[0]['runId']}" in shown
+    assert f"workspace   {tmp_path}" in shown
+    assert f"model       {model}" in shown
+    assert "profile     supervised" in shown
     assert "status      completed" in shown
     assert "content:\n  All done." in shown
     assert "prompt:\n  second prompt" in shown
@@ -147,3 +160,39 @@ def test_runs_show_reads_a_type_confused_transcript_as_torn_lines_never_a_traceb
     result = json.loads(shown.stdout)
     assert result["status"] == "failed"  # the result that does not fit is torn: rebuilt
     assert result["toolCallHistory"] == []
+
+
+def test_config_reports_a_profile_or_model_that_run_would_refuse(tmp_path: Path) -> None:
+    fine = cli(tmp_path, "config", "--json", CLEVERAGENTS_PROFILE="trusted")
+    assert fine.returncode == 0
+    assert json.loads(fine.stdout)["problems"] == []
+    bad = cli(tmp_path, "config", CLEVERAGENTS_PROFILE="reckless", CLEVERAGENTS_MODEL="nosuch:x")
+    assert bad.returncode == 2
+    assert "profile      reckless  ($CLEVERAGENTS_PROFILE)" in bad.stdout  # still shown
+    assert bad.stderr.splitlines()[0] == (
+        "cleveragents config: profile (from $CLEVERAGENTS_PROFILE): unknown profile "
+        "'reckless'; choose one of manual, review, supervised, cautious, trusted, auto, ci, "
+        "full-auto"
+    )
+    assert bad.stderr.splitlines()[1].startswith(
+        "cleveragents config: $CLEVERAGENTS_MODEL: unknown model provider 'nosuch'"
+    )
+    as_json = cli(tmp_path, "config", "--json", CLEVERAGENTS_PROFILE="reckless")
+    assert as_json.returncode == 2
+    [problem] = json.loads(as_json.stdout)["problems"]
+    assert "unknown profile 'reckless'" in problem
+
+
+def test_runs_show_prints_durations_rounded(tmp_path: Path) -> None:
+    state = str(tmp_path / "state")
+    model = script_file(tmp_path, {"content": "Listed.", "toolCalls": [
+        {"name": "builtin/file-list", "arguments": {}}]}, {"content": "done"})  # fmt: skip
+    assert cli(tmp_path, "run", "-m", model, "--state-dir", state, "go").returncode == 0
+    run_id = runs(tmp_path / "state")[0]["runId"]
+    result = json.loads(cli(tmp_path, "runs", "show", run_id, "--json", "--state-dir",
+                            state).stdout)  # fmt: skip
+    durations = [result["durationMs"], *(r["durationMs"] for r in result["toolCallHistory"])]
+    assert all(round(d, 3) == d for d in durations)  # to the microsecond, no float noise
+    human = cli(tmp_path, "runs", "show", run_id, "--state-dir", state).stdout
+    [line] = [x for x in human.splitlines() if x.startswith("duration")]
+    assert re.fullmatch(r"duration    \d+(\.\d)? (ms|s)", line)

@@ -17,7 +17,7 @@ from cli_kit import kill_matching, processes_with, read_fifo, still_running
 from cleveragents.client.commands import refusal_text
 from cleveragents.runs import RunRequestError
 from cleveragents.transcripts import RunNotFoundError, TranscriptStore
-from kit.cli import COMMAND, clean_env, runs, spawn_json_run
+from kit.cli import COMMAND, clean_env, runs, spawn_json_run, workspace
 from kit.models import call, script_file, shell
 
 
@@ -45,11 +45,11 @@ def test_a_run_loads_neither_the_daemon_nor_pygls_nor_rich(tmp_path: Path) -> No
     )
     out = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
-        env=clean_env(tmp_path), cwd=tmp_path,
+        env=clean_env(tmp_path), cwd=tmp_path, stdin=subprocess.DEVNULL,
     )  # fmt: skip
     assert out.returncode == 0, out.stderr
-    assert "completed: 2 iterations" in out.stdout  # it did run
-    assert out.stdout.splitlines()[-1] == "[]"
+    assert "completed: 2 iterations" in out.stderr  # it did run
+    assert out.stdout.splitlines() == ["bye", "[]"]  # the answer, then the modules
 
 
 def test_json_lines_are_the_transcript_lines_byte_for_byte(tmp_path: Path) -> None:
@@ -61,6 +61,7 @@ def test_json_lines_are_the_transcript_lines_byte_for_byte(tmp_path: Path) -> No
     out = subprocess.run(
         [*COMMAND, "run", "go", "--json", "-m", model, "--state-dir", str(state)],
         capture_output=True, timeout=60, env=clean_env(tmp_path), cwd=tmp_path,
+        stdin=subprocess.DEVNULL,
     )  # fmt: skip
     assert out.returncode == 0, out.stderr
     assert out.stdout.decode("utf-8").splitlines() == transcript_lines(state)
@@ -74,6 +75,7 @@ def test_json_lines_escape_controls_and_are_otherwise_the_transcript_s(tmp_path:
     out = subprocess.run(
         [*COMMAND, "run", "go", "--json", "-m", model, "--state-dir", str(state)],
         capture_output=True, timeout=60, env=clean_env(tmp_path), cwd=tmp_path,
+        stdin=subprocess.DEVNULL,
     )  # fmt: skip
     assert out.returncode == 0, out.stderr
     stdout = out.stdout.decode("utf-8")
@@ -102,10 +104,13 @@ def test_a_request_the_service_refuses_is_a_usage_error_naming_the_flag(tmp_path
     model = script_file(tmp_path, {"content": "x"})
     # Bytes that are not UTF-8 reach Python as lone surrogates, which no transcript holds.
     argv = [*COMMAND, "run", "-m", model, "--state-dir", str(tmp_path / "s")]
-    system = subprocess.run([*argv, "--system", b"be \xff", "go"], capture_output=True,
-                            text=True, timeout=60, env=clean_env(tmp_path), cwd=tmp_path)  # fmt: skip
-    prompt = subprocess.run([*argv, b"go \xff"], capture_output=True, text=True, timeout=60,
-                            env=clean_env(tmp_path), cwd=tmp_path)  # fmt: skip
+
+    def run(*args: str | bytes) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([*argv, *args], capture_output=True, text=True, timeout=60,
+                              env=clean_env(tmp_path), cwd=workspace(tmp_path),
+                              stdin=subprocess.DEVNULL)  # fmt: skip
+
+    system, prompt = run("--system", b"be \xff", "go"), run(b"go \xff")
     assert (system.returncode, prompt.returncode) == (2, 2)
     assert system.stderr == "cleveragents run: --system: invalid Unicode (a lone surrogate)\n"
     assert prompt.stderr == "cleveragents run: the prompt: invalid Unicode (a lone surrogate)\n"
@@ -120,7 +125,7 @@ def _interrupted(
     code and stderr."""
     command = f"sleep {marker}"
     if when == "running":
-        os.mkfifo(tmp_path / "ready.fifo")
+        os.mkfifo(workspace(tmp_path) / "ready.fifo")
         command = f"echo ready > ready.fifo; {command}"
     model = script_file(tmp_path, {"content": "waiting", "toolCalls": [shell(command)]})
     process = spawn_json_run(tmp_path, model)
@@ -131,7 +136,7 @@ def _interrupted(
                 if '"run/toolCallStarted"' in line:
                     break
         else:
-            assert read_fifo(tmp_path / "ready.fifo") == b"ready\n"
+            assert read_fifo(workspace(tmp_path) / "ready.fifo") == b"ready\n"
         process.send_signal(signum)
         _, stderr = process.communicate(timeout=20)
     finally:

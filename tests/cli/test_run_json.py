@@ -1,6 +1,6 @@
 """``cleveragents run --json``: every line is a protocol notification, as received, and
 the last is ``run/finished``, also when Ctrl-C cancelled the run; a closed pipe ends the
-command quietly."""
+command quietly, whether it writes JSON lines or only the answer at the end."""
 
 from __future__ import annotations
 
@@ -10,8 +10,10 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from cleveragents.protocol import BY_NAME, structure, unstructure
-from kit.cli import COMMAND, clean_env, runs, spawn_json_run
+from kit.cli import COMMAND, clean_env, runs, spawn_json_run, spawn_run, workspace
 from kit.models import script_file, shell
 
 
@@ -30,7 +32,8 @@ def test_json_lines_are_protocol_notifications_ending_with_run_finished(tmp_path
         {"name": "builtin/file-list", "arguments": {}}]}, {"content": "bye"})  # fmt: skip
     out = subprocess.run(
         [*COMMAND, "run", "go", "--json", "-m", model, "--state-dir", str(tmp_path / "state")],
-        capture_output=True, text=True, timeout=60, env=clean_env(tmp_path), cwd=tmp_path,
+        capture_output=True, text=True, timeout=60, env=clean_env(tmp_path),
+        cwd=workspace(tmp_path), stdin=subprocess.DEVNULL,
     )  # fmt: skip
     assert out.returncode == 0, out.stderr
     lines = parsed(out.stdout)
@@ -65,22 +68,27 @@ def test_ctrl_c_still_ends_the_json_with_run_finished_and_exits_130(tmp_path: Pa
     assert stderr.strip() == "cancelling the run (Ctrl-C again to quit at once)"
 
 
-def test_a_closed_pipe_cancels_the_run_quietly(tmp_path: Path) -> None:
+@pytest.mark.parametrize("mode", ["json", "answer"])
+def test_a_closed_pipe_cancels_the_run_quietly(tmp_path: Path, mode: str) -> None:
+    """With --json the closed pipe is met by a write; the answer alone is written only at
+    the end, so the command watches its stdout and notices the reader leave at once."""
     model = script_file(tmp_path, {"content": "again " * 200, "toolCalls": [
         {"name": "builtin/file-list", "arguments": {}}]})  # fmt: skip
-    process = subprocess.Popen(
-        [*COMMAND, "run", "go", "-m", model, "--max-iterations", "10000",
-         "--state-dir", str(tmp_path / "state")],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=clean_env(tmp_path), cwd=tmp_path,
-    )  # fmt: skip
+    process = spawn_run(tmp_path, model, "--max-iterations", "10000",
+                        *(["--json"] if mode == "json" else []))  # fmt: skip
     try:
         assert process.stdout is not None
-        process.stdout.readline()
-        process.stdout.close()  # as `| head -1` does
+        assert process.stderr is not None
+        if mode == "json":
+            process.stdout.readline()
+        else:
+            process.stderr.readline()  # the run's first line: it is under way
+        process.stdout.close()  # as `| head -1` does once it has its line
         _, stderr = process.communicate(timeout=30)
     finally:
         process.kill()
         process.wait()
     assert process.returncode == 141
-    assert stderr == b""
+    assert "Traceback" not in stderr
+    assert "Error" not in stderr
     assert runs(tmp_path / "state")[0]["status"] == "cancelled"

@@ -38,10 +38,10 @@ def test_live_view_approvals_and_ctrl_c_cancel_the_run_cleanly(tmp_path: Path) -
         encoding="utf-8", dimensions=(40, 120), timeout=20,
     )  # fmt: skip
     try:
-        child.expect(r"builtin/file-write asks to run")
+        child.expect(r"builtin/file-write wants to run")
         child.expect(r"allow\? \[y\]es / \[n\]o / \[a\]lways")
         child.sendline("y")
-        child.expect(r"builtin/shell asks to run")
+        child.expect(r"builtin/shell wants to run")
         child.expect(r"allow\?")
         child.sendline("a")
         # [a]lways: the second shell call is not asked about; the live view shows it running.

@@ -38,6 +38,7 @@ def cli(*args: str) -> subprocess.CompletedProcess[bytes]:
         capture_output=True,
         timeout=60,
         env=dict(os.environ),
+        stdin=subprocess.DEVNULL,  # nothing piped: the prompt is the argument alone
     )
 
 
@@ -65,14 +66,15 @@ def run_cli(tmp_path: Path, *extra: str) -> subprocess.CompletedProcess[bytes]:
 def test_run_prints_model_and_tool_text_without_escape_sequences(tmp_path: Path) -> None:
     out = run_cli(tmp_path)
     assert out.returncode == 0, out.stderr
-    stdout = out.stdout.decode()
+    stdout, stderr = out.stdout.decode(), out.stderr.decode()
     assert not CONTROLS.findall(stdout)
-    assert not CONTROLS.findall(out.stderr.decode())
-    # The words around the sequences still show, with their newlines and tabs.
-    assert "Reading the notes." in stdout
-    assert "  started builtin/nosuch {" in stdout
-    assert re.search(r"failed +builtin/nosuch [0-9.]+ ms: unknown tool", stdout)
-    assert "Done.\n\tBye.\n" in stdout
+    assert not CONTROLS.findall(stderr)
+    # The words around the sequences still show, with their newlines and tabs: the
+    # answer alone on stdout (not a terminal), the rest of the run on stderr.
+    assert stdout == "Done.\n\tBye.\n"
+    assert "Reading the notes." in stderr
+    assert "  started builtin/nosuch {" in stderr
+    assert re.search(r"failed +builtin/nosuch [0-9.]+ ms: unknown tool", stderr)
 
 
 def test_run_json_escapes_every_control_and_keeps_the_text_exact(tmp_path: Path) -> None:

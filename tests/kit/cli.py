@@ -1,5 +1,9 @@
 """Running the real ``cleveragents`` command in tests, with a clean environment, and reading
-the transcripts it leaves."""
+the transcripts it leaves.
+
+Each command runs in a session of its own, with stdin from /dev/null unless a test gives
+it input: with no controlling terminal and nothing piped, it has nobody to ask and
+nothing to read, whatever terminal the tests themselves were started from."""
 
 from __future__ import annotations
 
@@ -29,8 +33,16 @@ def cli(
 ) -> subprocess.CompletedProcess[str]:  # fmt: skip
     return subprocess.run(
         [*COMMAND, *args], capture_output=True, text=True, timeout=60, input=input,
+        stdin=subprocess.DEVNULL if input is None else None, start_new_session=True,
         env=clean_env(tmp_path, **env), cwd=cwd or tmp_path,
     )  # fmt: skip
+
+
+def workspace(tmp_path: Path) -> Path:
+    """``tmp_path/ws``: a workspace that holds neither the state dir nor the scripts."""
+    folder = tmp_path / "ws"
+    folder.mkdir(exist_ok=True)
+    return folder
 
 
 def runs(state: Path) -> list[dict[str, Any]]:
@@ -42,12 +54,18 @@ def meta(state: Path, run_id: str) -> dict[str, Any]:
     return next(iter(TranscriptStore(state).events(run_id)))["params"]
 
 
-def spawn_json_run(tmp_path: Path, model: str) -> subprocess.Popen[str]:
-    """``cleveragents run go --json --yes -m MODEL`` in ``tmp_path``, its output piped:
-    for tests that act while the run goes on (a signal, a FIFO)."""
+def spawn_run(tmp_path: Path, model: str, *args: str) -> subprocess.Popen[str]:
+    """``cleveragents run go --yes -m MODEL ARGS`` in ``tmp_path/ws`` (its state dir
+    ``tmp_path/state``), its output piped: for tests that act while the run goes on (a
+    signal, a FIFO, a closed pipe)."""
     return subprocess.Popen(
-        [*COMMAND, "run", "go", "--json", "--yes", "-m", model,
-         "--state-dir", str(tmp_path / "state")],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=clean_env(tmp_path),
-        cwd=tmp_path,
+        [*COMMAND, "run", "go", "--yes", "-m", model, "--state-dir", str(tmp_path / "state"),
+         *args],
+        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env=clean_env(tmp_path), cwd=workspace(tmp_path), start_new_session=True,
     )  # fmt: skip
+
+
+def spawn_json_run(tmp_path: Path, model: str) -> subprocess.Popen[str]:
+    """``spawn_run`` with ``--json``."""
+    return spawn_run(tmp_path, model, "--json")

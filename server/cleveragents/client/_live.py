@@ -8,9 +8,11 @@ its text and its table are printed above the region for good. At the end the reg
 is cleared and a summary printed: status, iterations, tool calls, duration, tokens,
 run id and transcript path.
 
-An approval stops the region, asks, and starts it again. rich is imported here only,
-so the daemon and the plain views never load it. The console parses no markup and no
-emoji codes: model text is shown as text, after ``printable``.
+An approval prints the text streamed so far above the region for good, stops the
+region, asks (the tool, its arguments, why), and starts it again. A run that ends
+before its iteration did (Ctrl-C) keeps the text streamed so far on the screen. rich
+is imported here only, so the daemon and the plain views never load it. The console
+parses no markup and no emoji codes: model text is shown as text, after ``printable``.
 """
 
 from __future__ import annotations
@@ -35,11 +37,11 @@ from ._views import (
     ASK,
     Output,
     View,
-    _request_text,
     duration,
     one_line,
     read_line,
     record_line,
+    request_lines,
     summary_lines,
 )
 
@@ -61,8 +63,12 @@ class LiveView(View):
         self.max_iterations = 0
         self.calls = 0
         self.text = ""
+        self.shown = 0
+        """How much of ``text`` is already printed above the region (before a question)."""
         self.rows: dict[str, list[Any]] = {}  # callId -> [status, tool, started, took, result]
         self.status_note = ""
+        self.spinner = Spinner("dots", style="cyan")
+        """One spinner for the run: made anew at each redraw, it would never turn."""
         self.live = Live(
             get_renderable=self._render, console=self.console, refresh_per_second=10,
             transient=True, redirect_stdout=False, redirect_stderr=False,
@@ -85,10 +91,12 @@ class LiveView(View):
         head += f" · {self.calls} tool call{'s' if self.calls != 1 else ''}"
         if self.status_note:
             head += f" · {self.status_note}"
-        parts: list[RenderableType] = [Spinner("dots", Text(head, style="bold"))]
-        if self.text:
+        self.spinner.update(text=Text(head, style="bold"))
+        parts: list[RenderableType] = [self.spinner]
+        text = self.text[self.shown :]
+        if text:
             height = max(3, self.console.height - 6 - len(self.rows))
-            parts.append(Text(_tail(self.text, height, self.console.width)))
+            parts.append(Text(_tail(text, height, self.console.width)))
         rows = list(self.rows.values())
         if rows:
             parts.append(self._table(rows, live=True))
@@ -128,15 +136,21 @@ class LiveView(View):
             self.rows[str(record.get("callId"))] = [status, tool, 0.0, took, result]
         elif method == m.RUN_ITERATION:
             self.iteration = int(params.get("iteration") or self.iteration)
-            text = self.text or printable(str(params.get("content") or ""))
-            rows = list(self.rows.values())
-            self.text, self.rows = "", {}
-            if text.strip():
-                self.console.print(Text(text.rstrip("\n")))
-            if rows:
-                self.console.print(self._table(rows, live=False))
+            if not self.text:  # a model that did not stream its text
+                self.text = printable(str(params.get("content") or ""))
+            self._print_so_far()
         if self.live.is_started:
             self.live.refresh()
+
+    def _print_so_far(self) -> None:
+        """The iteration's text not printed yet and its tool calls, above the region for
+        good; the region starts afresh."""
+        text, rows = self.text[self.shown :], list(self.rows.values())
+        self.text, self.shown, self.rows = "", 0, {}
+        if text.strip():
+            self.console.print(Text(text.rstrip("\n")))
+        if rows:
+            self.console.print(self._table(rows, live=False))
 
     # -- what the command adds -------------------------------------------------------
 
@@ -162,6 +176,7 @@ class LiveView(View):
 
     def finish(self, result: dict[str, Any], transcript: Path | None) -> None:
         self.stop()
+        self._print_so_far()  # a run cut short (Ctrl-C) keeps what the model had said
         status, details, where = summary_lines(result, transcript)
         label, style = _FINAL.get(status, (status, "bold"))
         first, _, rest = details.partition("\n")
@@ -173,12 +188,22 @@ class LiveView(View):
 
     # -- approvals -------------------------------------------------------------------
 
+    def asks_on(self) -> Output:
+        return self.out  # the console: the terminal the region is drawn on
+
     def show_request(self, request: dict[str, Any]) -> None:
-        self.console.print(Text("? " + printable(_request_text(request)), style="bold yellow"))
+        head, *rest = request_lines(request, self.console.width)
+        self.console.print(Text(head, style="bold yellow"))
+        for line in rest:
+            self.console.print(Text(line, style="yellow" if line.startswith("  why") else ""))
 
     async def ask(self, request: dict[str, Any]) -> PermissionOutcome:
         self.stop()
         try:
+            text = self.text[self.shown :]  # what the model said before it asked
+            if text.strip():
+                self.console.print(Text(text.rstrip("\n")))
+            self.shown = len(self.text)
             self.show_request(request)
             while True:
                 self.console.print(Text(ASK, style="bold"), end="")
@@ -190,7 +215,7 @@ class LiveView(View):
                 self.live.start()
 
     async def _read_answer(self) -> PermissionOutcome | None:
-        self._answer = read_line()
+        self._answer = read_line(self.answer_fd)
         try:
             answer = await self._answer
         finally:

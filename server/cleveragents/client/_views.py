@@ -10,8 +10,15 @@ line), answers approvals (``ask``) when the terminal can, and ends with
 - ``JsonView`` (``--json``): each notification as one ``{"method", "params"}`` line and
   nothing else on stdout; from ``event_text``, the transcript's own line (the params'
   text as it is);
-- ``PlainView`` (off a terminal, or with ``NO_COLOR``): plain, stable lines;
+- ``AnswerView`` (stdout off a terminal): the final answer alone on stdout, at the end;
+  the plain lines (progress, the text of iterations that called tools, the summary) on
+  stderr;
+- ``View`` (on a terminal with ``NO_COLOR``): plain, stable lines on stdout;
 - ``LiveView`` (``_live``, on a terminal): a redrawn region with rich.
+
+An approval shows the text the model streamed so far first, then the tool and its
+arguments (not the reserved ``sandbox_root`` and ``resource_bindings``: the reason says
+when the model's own were replaced), each line cut to the terminal's width, then asks.
 
 Everything a model or a tool controls goes through ``_terminal.printable`` (or
 ``json_text``) before it is written. A closed stdout (``| head``) is noticed once, later
@@ -26,13 +33,15 @@ import errno
 import json
 import os
 import re
+import shutil
 import sys
+import textwrap
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TextIO
 
 from ..protocol import methods as m
-from ..tool import PermissionOutcome
+from ..tool import RESERVED_INPUT_KEYS, PermissionOutcome
 from ._terminal import json_text, printable
 
 ASK = "allow? [y]es / [n]o / [a]lways "
@@ -46,6 +55,7 @@ ANSWERS: dict[str, PermissionOutcome] = {
 
 
 def duration(ms: float) -> str:
+    """A duration for people: ``7.3 ms``, ``736 ms``, ``1.5 s``, ``2 min 5 s``."""
     if ms < 10:
         return f"{ms:.1f} ms"
     if ms < 1000:
@@ -128,22 +138,45 @@ class Output:
             # A closed pipe, or a terminal hung up (EIO): nobody reads any more.
             if not isinstance(exc, BrokenPipeError) and exc.errno != errno.EIO:
                 raise
-            self.closed = True
-            # Python flushes stdout again at exit; point it at /dev/null so that is quiet.
-            with contextlib.suppress(OSError, ValueError):
-                devnull = os.open(os.devnull, os.O_WRONLY)
-                os.dup2(devnull, self.stream.fileno())
-                os.close(devnull)
-            if self.on_closed is not None:
-                self.on_closed()
+            self.reader_gone()
+
+    def reader_gone(self) -> None:
+        """Nobody reads any more (noticed by a write, or by watching the pipe): later
+        writes are dropped and ``on_closed`` is told, once."""
+        if self.closed:
+            return
+        self.closed = True
+        quiet(self.stream)
+        if self.on_closed is not None:
+            self.on_closed()
+
+    def isatty(self) -> bool:
+        try:
+            return self.stream.isatty()
+        except (OSError, ValueError):
+            return False
+
+
+def quiet(stream: TextIO) -> None:
+    """Point a stream nobody reads at /dev/null: Python flushes stdout again at exit,
+    and that flush must not fail with a traceback."""
+    with contextlib.suppress(OSError, ValueError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, stream.fileno())
+        os.close(devnull)
 
 
 class View:
-    """The plain view; the JSON and live views override what they show differently."""
+    """The plain view; the answer, JSON and live views override what they show
+    differently."""
 
     def __init__(self, out: Output, err: Output | None = None) -> None:
         self.out = out
         self.err = err or Output(sys.stderr)
+        self.answer_fd: int | None = None
+        """Where answers to approvals are read (default: stdin)."""
+        self.question: Output | None = None
+        """Where approvals are asked (default: the view's own stream for them)."""
         self._answer: asyncio.Future[str] | None = None
         self._at_line_start = True
         self._streamed: set[int] = set()
@@ -155,6 +188,12 @@ class View:
 
     def stop(self) -> None:
         """Give the terminal back (idempotent); called on every way out."""
+
+    def use_terminal(self, fd: int, question: Output | None) -> None:
+        """Ask approvals on this terminal: answers read from ``fd``; questions written
+        to ``question`` (``None``: where the view writes them anyway)."""
+        self.answer_fd = fd
+        self.question = question
 
     # -- what the run sends ----------------------------------------------------------
 
@@ -173,8 +212,7 @@ class View:
             text = printable(str(params.get("text", "")))
             if text:
                 self._streamed.add(int(params.get("iteration") or 0))
-                self.out.write(text)
-                self._at_line_start = text.endswith("\n")
+                self._text(text)
         elif method == m.RUN_TOOL_CALL_STARTED:
             self._line(
                 f"  started {printable(str(params.get('toolName')))} "
@@ -189,6 +227,11 @@ class View:
             if iteration not in self._streamed and content:
                 self._line(content)  # a model that did not stream its text
 
+    def _text(self, text: str) -> None:
+        """Streamed model text, already printable."""
+        self.out.write(text)
+        self._at_line_start = text.endswith("\n")
+
     def _line(self, text: str) -> None:
         text = printable(text)  # callers clean model text already; paths and ids too
         if not self._at_line_start:
@@ -200,6 +243,7 @@ class View:
 
     def note(self, text: str) -> None:
         """One line from the command (not from the model): on stderr."""
+        self._end_line()
         self.err.write(printable(text) + "\n")
 
     def aside(self, text: str) -> None:
@@ -222,17 +266,30 @@ class View:
         self._line(f"{status}: {details}")
         self._line(where)
 
+    def _end_line(self) -> None:
+        """End a line of streamed text before a line of another stream starts (both may
+        be the same terminal)."""
+        if not self._at_line_start:
+            self.out.write("\n")
+            self._at_line_start = True
+
     # -- approvals -------------------------------------------------------------------
 
+    def asks_on(self) -> Output:
+        """Where approvals are asked."""
+        return self.question or self.err
+
     def show_request(self, request: dict[str, Any]) -> None:
-        self.err.write(printable(_request_text(request)) + "\n")
+        self._end_line()
+        out = self.asks_on()
+        out.write("\n".join(request_lines(request, terminal_width(out))) + "\n")
 
     async def ask(self, request: dict[str, Any]) -> PermissionOutcome:
         """Ask at the terminal; ``reject_once`` on end of input or when interrupted."""
         self.show_request(request)
         while True:
-            self.err.write(ASK)
-            self._answer = read_line()
+            self.asks_on().write(ASK)
+            self._answer = read_line(self.answer_fd)
             try:
                 answer = await self._answer
             finally:
@@ -245,6 +302,54 @@ class View:
         """A pending question is answered ``no`` (Ctrl-C while asking)."""
         if self._answer is not None and not self._answer.done():
             self._answer.set_result("")
+
+
+class AnswerView(View):
+    """Stdout off a terminal (``> out.txt``, ``| next-command``): the final answer alone
+    on stdout, written when the run ends; everything else as the plain view's lines on
+    stderr. The text of an iteration that calls tools is shown on stderr when its calls
+    start (and on the terminal approvals are asked on, before the question); the last
+    iteration's text is the answer."""
+
+    def __init__(self, answer: Output, err: Output | None = None) -> None:
+        err = err or Output(sys.stderr)
+        super().__init__(err, err)
+        self.answer = answer
+        self._said = ""  # the iteration's text so far
+        self._flushed = 0  # how much of it is on stderr
+        self._asked_after = False  # whether the question's terminal has been shown it
+
+    def _text(self, text: str) -> None:
+        self._said += text
+
+    def _flush_said(self) -> None:
+        if len(self._said) > self._flushed:
+            super()._text(self._said[self._flushed :])
+            self._flushed = len(self._said)
+
+    def event(self, method: str, params: dict[str, Any]) -> None:
+        if method == m.RUN_TOOL_CALL_STARTED:
+            self._flush_said()  # the text the model wrote before its calls
+        if method != m.RUN_ITERATION:
+            super().event(method, params)
+            return
+        if params.get("toolCallCount"):
+            self._flush_said()
+            super().event(method, params)  # the text of a model that did not stream
+        self._said, self._flushed, self._asked_after = "", 0, False  # else it is the answer
+
+    def show_request(self, request: dict[str, Any]) -> None:
+        self._flush_said()
+        if self.question is not None and self._said.strip() and not self._asked_after:
+            self.question.write(self._said.rstrip("\n") + "\n")  # asked on /dev/tty
+            self._asked_after = True
+        super().show_request(request)
+
+    def finish(self, result: dict[str, Any], transcript: Path | None) -> None:
+        super().finish(result, transcript)
+        content = printable(str(result.get("content") or ""))
+        if content:
+            self.answer.write(content if content.endswith("\n") else content + "\n")
 
 
 class JsonView(View):
@@ -273,20 +378,63 @@ def _escaped(match: re.Match[str]) -> str:
     return f"\\u{ord(match.group()):04x}"
 
 
-def _request_text(request: dict[str, Any]) -> str:
-    return (
-        f"{request.get('toolName')} asks to run\n"
-        f"  inputs: {one_line(request.get('inputs'), 400)}\n"
-        f"  why:    {request.get('reason')}"
-    )
+MAX_VALUE_LINES = 8
+"""An argument's value is shown in at most this many screen lines."""
 
 
-def read_line() -> asyncio.Future[str]:
-    """The next line of stdin, read on the event loop (a thread blocked in ``input()``
-    could not be stopped by Ctrl-C); ``"\\x00eof"`` at end of input."""
+def terminal_width(out: Output | None = None) -> int:
+    """The width to cut lines to: the terminal's, else 100 columns."""
+    with contextlib.suppress(OSError, ValueError, AttributeError):
+        if out is not None and out.isatty():
+            return os.get_terminal_size(out.stream.fileno()).columns
+    return shutil.get_terminal_size((100, 24)).columns
+
+
+def request_lines(request: dict[str, Any], width: int = 100) -> list[str]:
+    """A call the profile asks about, for people: the tool, then each argument the model
+    gave (the reserved keys left out: the run sets those), then why it asks. Every
+    line is printable and shorter than ``width`` columns, so the terminal never wraps
+    it."""
+    width = max(width, 40) - 1
+    lines = [_cut(f"? {printable(str(request.get('toolName')))} wants to run", width)]
+    inputs = request.get("inputs")
+    shown = {k: v for k, v in inputs.items() if k not in RESERVED_INPUT_KEYS} if isinstance(
+        inputs, dict) else {}  # fmt: skip
+    if not shown:
+        lines.append("    (no arguments)")
+    for key, value in shown.items():
+        lines += _argument_lines(printable(str(key)), value, width)
+    reason = textwrap.wrap(printable(str(request.get("reason"))), width - 8) or [""]
+    lines += [f"  why: {reason[0]}", *(f"       {more}" for more in reason[1:])]
+    return lines
+
+
+def _argument_lines(key: str, value: Any, width: int) -> list[str]:
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    text = printable(text).replace("\t", "    ").rstrip("\n")
+    head = f"    {key}: "
+    room = max(20, width - 6)
+    screen: list[str] = []
+    for line in text.split("\n"):
+        screen += textwrap.wrap(line, room, replace_whitespace=False) or [""]
+    more = len(screen) - MAX_VALUE_LINES
+    if more > 0:
+        screen = [*screen[:MAX_VALUE_LINES], f"… {more} more line{'s' if more != 1 else ''}"]
+    if len(screen) == 1 and len(head) + len(screen[0]) <= width:
+        return [head + screen[0]]
+    return [head.rstrip(), *(_cut("      " + line, width) for line in screen)]
+
+
+def _cut(line: str, width: int) -> str:
+    return line if len(line) <= width else line[: width - 1] + "…"
+
+
+def read_line(fd: int | None = None) -> asyncio.Future[str]:
+    """The next line of ``fd`` (default stdin), read on the event loop (a thread blocked
+    in ``input()`` could not be stopped by Ctrl-C); ``"\\x00eof"`` at end of input."""
     loop = asyncio.get_running_loop()
     future: asyncio.Future[str] = loop.create_future()
-    fd = sys.stdin.fileno()
+    fd = sys.stdin.fileno() if fd is None else fd
     buffer = bytearray()
 
     def readable() -> None:

@@ -8,13 +8,17 @@ text is its notification's params exactly as the daemon would send them and as t
 transcript records them, so the views see what they saw from a daemon, byte for byte.
 It owns the run's interaction with the person at the terminal:
 
-- approvals: ``--yes`` allows what the profile would ask; on a terminal the view asks;
-  otherwise the call is refused and one line names ``--yes`` and ``--profile``;
+- approvals: ``--yes`` allows what the profile would ask; otherwise the view asks on
+  the terminal: stdin when it is one (and not where the prompt came from), else
+  ``/dev/tty``; with no terminal at all, the call is refused as not approved (not as a
+  user's decision) and one line names ``--yes`` and ``--profile``;
 - Ctrl-C: the first cancels the run, which ends as ``cancelled`` (the shell tool kills
   its command's process group; with ``--json``, ``run/finished`` is still printed); a
   second exits at once;
 - a closed stdout (``| head``): the run is cancelled quietly and the exit code is 141,
-  as for a process killed by SIGPIPE;
+  as for a process killed by SIGPIPE (a pipe is watched, so this is noticed even when
+  nothing is written to it before the answer);
+- ``-o FILE``: the answer (the result's ``content``) is written to FILE at the end;
 - SIGTERM, SIGHUP (a closed terminal): the run is cancelled and recorded, as a daemon
   does for its runs, and the exit code is 143 or 129: the tools' commands run in
   sessions of their own, and would outlive a command that just died.
@@ -31,11 +35,13 @@ import json
 import logging
 import os
 import re
+import select
 import signal
+import stat
 import sys
 import uuid
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 import attrs
 
@@ -52,8 +58,9 @@ from ..runs import (
 )
 from ..tool import CleverAgentsError, PermissionOutcome, PermissionQuery, RunEvent, ToolSpec
 from ..workspace import ShellTool, builtin_tools
+from ..workspace.profiles import NotAsked
 from ._terminal import printable
-from ._views import JsonView, Output, View
+from ._views import AnswerView, JsonView, Output, View
 
 EXIT_CODES = {"completed": 0, "failed": 1, "limit": 1, "cancelled": 130}
 EXIT_USAGE = 2
@@ -61,6 +68,8 @@ EXIT_CLOSED = 141
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
 """Signals that cancel the run, then exit with 128 + the signal's number."""
 
+NOT_ASKED = "not approved: no terminal to ask (use --yes or --profile)"
+"""Why a call the profile asks about was refused when nobody could be asked."""
 CANCEL_REASON = "cancelled at the terminal"
 """The run's cancel reason (not a signal's name: the result then carries no error, as
 for a ``run/cancel``)."""
@@ -99,8 +108,10 @@ class RunOptions:
     yes: bool = False
     json: bool = False
     continue_from: str | None = None
-    interactive: bool = False
-    """Whether approvals may be asked at the terminal (stdin is one, and not the prompt)."""
+    stdin_taken: bool = False
+    """Whether stdin was read for the prompt (approvals are then asked on /dev/tty)."""
+    output_file: Path | None = None
+    """``-o``: where the answer is written at the end."""
 
 
 def flag_words(message: str) -> str:
@@ -116,15 +127,78 @@ def refusal_text(exc: CleverAgentsError) -> str:
     return flag_words(exc.message)
 
 
-def make_view(options: RunOptions, on_closed: Any) -> View:
-    out = Output(sys.stdout, on_closed)
+def make_view(options: RunOptions, out: Output) -> View:
+    """The view for this run's stdout (``out``): JSON lines, the answer alone (off a
+    terminal), the live view, or plain lines (a terminal with ``NO_COLOR``)."""
     if options.json:
         return JsonView(out)
-    if sys.stdout.isatty() and not os.environ.get("NO_COLOR"):
+    if not out.isatty():
+        return AnswerView(out)
+    if not os.environ.get("NO_COLOR"):
         from ._live import LiveView
 
         return LiveView(out)
     return View(out)
+
+
+class Terminal:
+    """Where approvals are asked: stdin when it is a terminal the prompt did not come
+    from, else the process's controlling terminal (``/dev/tty``); none without either."""
+
+    def __init__(self, fd: int, owned: bool) -> None:
+        self.fd = fd
+        self.owned = owned
+        self._writer: TextIO | None = None
+
+    @classmethod
+    def find(cls, stdin_taken: bool) -> Terminal | None:
+        stdin = sys.stdin
+        with contextlib.suppress(OSError, ValueError, AttributeError):
+            if not stdin_taken and stdin is not None and stdin.isatty():
+                return cls(stdin.fileno(), owned=False)
+        try:
+            return cls(os.open("/dev/tty", os.O_RDWR | os.O_NOCTTY), owned=True)
+        except OSError:  # no controlling terminal (a service, CI, setsid)
+            return None
+
+    def writer(self) -> Output | None:
+        """The terminal for writing (questions, when the view's own stream for them is
+        not a terminal)."""
+        try:
+            self._writer = open(os.dup(self.fd), "w", encoding="utf-8", errors="replace")  # noqa: SIM115
+        except OSError:
+            return None
+        return Output(self._writer)
+
+    def close(self) -> None:
+        with contextlib.suppress(OSError):
+            if self._writer is not None:
+                self._writer.close()
+            if self.owned:
+                os.close(self.fd)
+
+
+def watch_pipe(stream: TextIO, output: Output) -> None:
+    """Notice at once when the reader of a pipe goes away (``| head`` that exited), even
+    while nothing is being written to it (the answer view writes only at the end)."""
+    try:
+        fd = stream.fileno()
+        if not stat.S_ISFIFO(os.fstat(fd).st_mode):
+            return
+    except (OSError, ValueError, AttributeError):
+        return
+    loop = asyncio.get_running_loop()
+    poller = select.poll()
+    poller.register(fd, select.POLLERR | select.POLLHUP)
+
+    def check() -> None:
+        # epoll reports an error on the write end of a pipe whose reader closed it.
+        if any(events & (select.POLLERR | select.POLLHUP) for _, events in poller.poll(0)):
+            loop.remove_reader(fd)
+            output.reader_gone()
+
+    with contextlib.suppress(OSError, ValueError, NotImplementedError):
+        loop.add_reader(fd, check)
 
 
 def permission_request(run_id: str, query: PermissionQuery, reason: str) -> dict[str, Any]:
@@ -149,7 +223,12 @@ class _Session:
         self.interrupts = 0
         self.always: set[str] = set()  # tools answered [a]lways: not asked again this run
         self.asking = asyncio.Lock()  # one question at a time (calls may ask at once)
-        self.view = make_view(options, self.on_closed)
+        self.stdout = Output(sys.stdout, self.on_closed)
+        self.view = make_view(options, self.stdout)
+        self.terminal = None if options.yes else Terminal.find(options.stdin_taken)
+        if self.terminal is not None:
+            question = None if self.view.asks_on().isatty() else self.terminal.writer()
+            self.view.use_terminal(self.terminal.fd, question)
 
     def on_event(self, event: RunEvent, text: str | None, /) -> None:
         if text is not None:  # None: an event no notification carries
@@ -197,14 +276,14 @@ class _Session:
         if self.handle is not None:
             self.handle.cancel(CANCEL_REASON)
 
-    async def ask(self, query: PermissionQuery, reason: str) -> PermissionOutcome:
+    async def ask(self, query: PermissionQuery, reason: str) -> PermissionOutcome | str:
         """The run's ``ask``, for a call its profile asks about."""
         if self.options.yes:
             return "allow_once"
         if self.cancelling:
             return "reject_once"
         request = permission_request(self.run_id, query, reason)
-        if self.options.interactive:
+        if self.terminal is not None:
             async with self.asking:
                 tool = str(request["toolName"])
                 if tool in self.always:
@@ -216,10 +295,11 @@ class _Session:
                     self.always.add(tool)
                 return outcome
         self.view.note(
-            f"refused {request['toolName']}: {request['reason']}. Pass --yes to allow "
-            "what the profile asks, or choose another --profile (see cleveragents run --help)"
+            f"not approved: {request['toolName']} ({request['reason']}): no terminal to ask. "
+            "Pass --yes to allow what the profile asks, or choose another --profile "
+            "(see cleveragents run --help)"
         )
-        return "reject_once"
+        return NotAsked(NOT_ASKED)
 
     def request(self) -> RunRequest:
         options = self.options
@@ -257,6 +337,7 @@ async def _run(options: RunOptions, tools: list[ToolSpec]) -> int:
     logging.getLogger().addHandler(log)
     settings = RunSettings(state_dir=options.state_dir, workspace_folders=(str(options.workspace),))
     service = RunService(settings, tools)
+    watch_pipe(sys.stdout, session.stdout)
     try:
         view.start()
         try:
@@ -272,12 +353,30 @@ async def _run(options: RunOptions, tools: list[ToolSpec]) -> int:
         await service.aclose()
         for signum in (signal.SIGINT, *STOP_SIGNALS):
             loop.remove_signal_handler(signum)
+        with contextlib.suppress(OSError, ValueError):
+            loop.remove_reader(sys.stdout.fileno())
         logging.getLogger().removeHandler(log)
+        if session.terminal is not None:
+            session.terminal.close()
     assert handle.result_text is not None  # set before the run's task ends
     result: dict[str, Any] = json.loads(handle.result_text)
     if not session.closed_pipe and session.stopped_by != signal.SIGHUP:  # else none reads
         view.finish(result, service.store.path(handle.run_id))
-    return session.exit_code(result.get("status"))
+    code = session.exit_code(result.get("status"))
+    if options.output_file is not None and not write_answer(options.output_file, result):
+        return code or 1
+    return code
+
+
+def write_answer(path: Path, result: dict[str, Any]) -> bool:
+    """``-o FILE``: the answer (printable, as on stdout) into FILE; whether it was."""
+    try:
+        path.write_text(printable(str(result.get("content") or "")), encoding="utf-8")
+    except OSError as exc:
+        print(printable(f"cleveragents run: cannot write -o {path}: {exc.strerror or exc}"),
+              file=sys.stderr)  # fmt: skip
+        return False
+    return True
 
 
 def run_command(options: RunOptions) -> int:
