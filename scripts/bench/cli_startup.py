@@ -3,8 +3,9 @@ first output line, against ``python -c pass`` (goals: at most 0.5 s end to end, 
 line within 0.25 s).
 
 Each sample spawns ``cleveragents run -m scripted:FILE "hi"`` in a scratch workspace with
-a scratch state dir (stdout a pipe: the plain view), starts the clock at the spawn, stops
-one clock at the first line on stdout and another at the exit. The floor, ``python -c
+a scratch state dir (stdout a pipe, stdin /dev/null: the answer alone on stdout, the run's
+lines on stderr, its header first), starts the clock at the spawn, stops one clock at the
+first line on stderr and another at the exit. The floor, ``python -c
 pass`` (spawn to exit), is measured in the same rounds, interleaved (alternating which
 goes first); medians are reported, with each against the floor, and the CPU time each
 took (its reaped children's included, a spawned daemon's too), which a busy machine
@@ -59,20 +60,22 @@ def cpu_of_children() -> float:
 
 
 def timed(argv: list[str], cwd: Path, env: dict[str, str]) -> tuple[float, float | None, float]:
-    """Seconds from spawn to exit, to the first line on stdout (None: it printed none),
+    """Seconds from spawn to exit, to the first line on stderr (None: it printed none),
     and of CPU (the command's and its reaped children's, a spawned daemon's included:
     less sensitive than the wall clock to a busy machine). A non-zero exit is an error,
     with what the command said."""
     cpu = cpu_of_children()
     started = time.perf_counter()
     process = subprocess.Popen(
-        argv, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE
-    )
+        argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )  # fmt: skip
     try:
-        assert process.stdout is not None
-        first = process.stdout.readline()
+        assert process.stderr is not None
+        first = process.stderr.readline()  # off a terminal, the run's header is there
         first_s = time.perf_counter() - started if first else None
-        _, err = process.communicate(timeout=TIMEOUT_S)
+        _, rest = process.communicate(timeout=TIMEOUT_S)
+        err = first + rest
         end_s = time.perf_counter() - started
     finally:
         process.kill()
@@ -125,7 +128,7 @@ def bench(rounds: int, command: list[str], against: Path | None) -> bool:
             print(f"{name:<28} {end:7.1f} (the floor){'':<33}{cpu:7.1f}")
             continue
         if not firsts[name]:
-            raise RuntimeError(f"{name} printed nothing on stdout")
+            raise RuntimeError(f"{name} printed nothing on stderr")
         first = statistics.median(firsts[name]) * 1000
         medians[name] = (end, first)
         print(f"{name:<28} {end:7.1f} {end / base:5.1f}x floor  "
