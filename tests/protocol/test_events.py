@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from cleveragents.protocol import RUN_EVENTS, EventEncoder, dumps, unstructure, wire_notification
 from cleveragents.tool import (
+    Compacted,
     IterationFinished,
     IterationStarted,
     MessageDelta,
@@ -37,13 +38,15 @@ SAMPLES: list[RunEvent] = [
     IterationFinished(2, "text", 1, 3.25, Usage(10, 4), run_id="r", seq=5),
     IterationFinished(2, "text", 1, 3.25, Usage(10, 4, 8, 0, 3), run_id="r", seq=5),
     IterationFinished(3, "", 0, 0.5, None, run_id="r", seq=6),
+    IterationFinished(4, "", 0, 0.5, None, 3_000, 128_000, run_id="r", seq=7),
+    Compacted(5, "prune", 1000, 300, 0, run_id="r", seq=8),
 ]
 
 
 def test_every_core_run_event_but_iteration_started_has_its_notification() -> None:
     assert set(RUN_EVENTS) == {
         RunStarted, ReasoningDelta, MessageDelta, ToolCallStarted, ToolCallFinished,
-        IterationFinished, RunFinished,
+        IterationFinished, Compacted, RunFinished,
     }  # fmt: skip
     assert wire_notification(IterationStarted(1)) is None
     assert EventEncoder().encode(IterationStarted(1)) is None

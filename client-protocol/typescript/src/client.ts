@@ -47,6 +47,7 @@ import {
   type ListedTool,
   type LlmGenerateParams,
   type LlmGenerateResult,
+  type CompactedNotification,
   type MessageDeltaNotification,
   type ReasoningDeltaNotification,
   Methods,
@@ -182,6 +183,8 @@ export class CleverAgentsClient implements Disposable {
   readonly onDidToolCall: Event<ToolCallNotification> = this.events.toolCall.event;
   /** `run/iteration`: an iteration ended, its tools included. */
   readonly onDidFinishIteration: Event<IterationNotification> = this.events.iteration.event;
+  /** `run/compacted`: the conversation was compacted to fit the model's context window. */
+  readonly onDidCompact: Event<CompactedNotification> = this.events.compacted.event;
   /** `run/finished`: a run ended; its `result` equals the `run/start` reply. */
   readonly onDidFinishRun: Event<RunFinishedNotification> = this.events.runFinished.event;
   /** `tools/changed`: a source's tools changed (an MCP server became ready, changed its

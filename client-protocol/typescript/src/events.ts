@@ -10,6 +10,7 @@
 import { type Disposable, Emitter } from "vscode-jsonrpc/node";
 import {
   type IterationNotification,
+  type CompactedNotification,
   type MessageDeltaNotification,
   type ReasoningDeltaNotification,
   Methods,
@@ -78,6 +79,7 @@ export class ClientEvents implements Disposable {
   readonly toolCallStarted = new Emitter<ToolCallStartedNotification>();
   readonly toolCall = new Emitter<ToolCallNotification>();
   readonly iteration = new Emitter<IterationNotification>();
+  readonly compacted = new Emitter<CompactedNotification>();
   readonly runFinished = new Emitter<RunFinishedNotification>();
   readonly toolsChanged = new Emitter<ToolsChangedNotification>();
   readonly progress = new Emitter<ProgressEvent>();
@@ -104,6 +106,9 @@ export class ClientEvents implements Disposable {
       case Methods.RUN_ITERATION:
         this.iteration.fire(event.params);
         break;
+      case Methods.RUN_COMPACTED:
+        this.compacted.fire(event.params);
+        break;
       case Methods.RUN_FINISHED:
         this.runFinished.fire(event.params);
         break;
@@ -116,7 +121,7 @@ export class ClientEvents implements Disposable {
   dispose(): void {
     for (const emitter of [
       this.any, this.runStarted, this.reasoningDelta, this.messageDelta, this.toolCallStarted, this.toolCall,
-      this.iteration, this.runFinished, this.toolsChanged, this.progress, this.exit,
+      this.iteration, this.compacted, this.runFinished, this.toolsChanged, this.progress, this.exit,
     ]) {
       emitter.dispose();
     }

@@ -25,6 +25,25 @@ export interface ClientCapabilitiesCleverAgents {
   llm?: boolean;
 }
 
+/** Params of `run/compacted`. */
+export interface CompactedNotification {
+  runId: string;
+  seq: number;
+  iteration: number;
+  strategy: "prune" | "summary";
+  tokensBefore: number;
+  tokensAfter: number;
+  messagesRemoved: number;
+}
+
+/** How a run keeps its requests within the model's context window (`docs/runtime.md`, "Context budget"). */
+export interface CompactionSettings {
+  enabled?: boolean;
+  compactAt?: number;
+  keepRecentIterations?: number;
+  model?: string | Record<string, unknown>;
+}
+
 /** An automation profile defined by the client: what each tool kind may do. */
 export interface CustomProfile {
   read: Decision;
@@ -69,6 +88,8 @@ export interface IterationNotification {
   toolCallCount: number;
   durationMs: number;
   usage?: UsageWire;
+  contextTokens?: number;
+  contextWindow?: number;
 }
 
 /** Params of `tools/list`. */
@@ -232,6 +253,15 @@ export interface RunIdParams {
   runId: string;
 }
 
+/** Limits on a run beyond `maxIterations`; each absent one is no limit. The run ends with `status: "limit"` and `limitReason` naming the one reached. */
+export interface RunLimits {
+  maxToolCalls?: number;
+  deadlineMs?: number;
+  maxInputTokens?: number;
+  maxOutputTokens?: number;
+  maxTotalTokens?: number;
+}
+
 /** Result of `run/list`. */
 export interface RunListResult {
   runs: RunSummary[];
@@ -254,6 +284,8 @@ export interface RunParams {
   continueFrom?: string;
   workDoneToken?: string | number;
   mcpServers?: McpServerEntry[];
+  limits?: RunLimits;
+  compaction?: CompactionSettings;
 }
 
 /** The outcome of a run: the `run/start` reply, `run/get`, and `run/finished`. */
@@ -268,6 +300,7 @@ export interface RunResult {
   error?: RunError;
   usage?: UsageWire;
   omittedRecords?: number;
+  limitReason?: "iterations" | "toolCalls" | "deadline" | "tokens";
 }
 
 /** Params of `run/started`. */
@@ -435,6 +468,8 @@ export const Methods = {
   RUN_TOOL_CALL: "run/toolCall",
   /** notification, daemon->client: An iteration ended, its tools included. */
   RUN_ITERATION: "run/iteration",
+  /** notification, daemon->client: The conversation was compacted before a model call. */
+  RUN_COMPACTED: "run/compacted",
   /** notification, daemon->client: The run ended; nothing more is sent for it. */
   RUN_FINISHED: "run/finished",
   /** notification, daemon->client: A tool source's tools changed: refresh tools/list. */
@@ -483,6 +518,7 @@ export type DaemonNotificationMethod =
   | "run/toolCallStarted"
   | "run/toolCall"
   | "run/iteration"
+  | "run/compacted"
   | "run/finished"
   | "tools/changed";
 
@@ -494,6 +530,7 @@ export type RunNotificationMethod =
   | "run/toolCallStarted"
   | "run/toolCall"
   | "run/iteration"
+  | "run/compacted"
   | "run/finished";
 
 /** Every run notification, in the table's order (from the core's run events). */
@@ -504,6 +541,7 @@ export const RUN_NOTIFICATION_METHODS: readonly RunNotificationMethod[] = [
   "run/toolCallStarted",
   "run/toolCall",
   "run/iteration",
+  "run/compacted",
   "run/finished",
 ];
 
@@ -549,6 +587,7 @@ export interface NotificationParams {
   "run/toolCallStarted": ToolCallStartedNotification;
   "run/toolCall": ToolCallNotification;
   "run/iteration": IterationNotification;
+  "run/compacted": CompactedNotification;
   "run/finished": RunFinishedNotification;
   "tools/changed": ToolsChangedNotification;
   "llm/delta": LlmDeltaNotification;

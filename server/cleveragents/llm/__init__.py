@@ -20,7 +20,8 @@ after which ``{"provider": "theirs", "model": "m"}`` and ``theirs:m`` are model 
 
 from ._providers import Provider, get_provider, providers, register_provider
 from ._redact import log_scrubber
-from .errors import ModelConfigError, ModelProviderError
+from ._windows import DEFAULT_WINDOW, KnownModel, find_model, known_models, register_model
+from .errors import ContextOverflowError, ModelConfigError, ModelProviderError
 from .scripted import ScriptedModel
 from .spec import (
     ModelSource,
@@ -32,6 +33,9 @@ from .spec import (
 )
 
 __all__ = [
+    "DEFAULT_WINDOW",
+    "ContextOverflowError",
+    "KnownModel",
     "ModelConfigError",
     "ModelProviderError",
     "ModelSource",
@@ -40,10 +44,13 @@ __all__ = [
     "ReasoningSettings",
     "ScriptedModel",
     "create_caller",
+    "find_model",
     "get_provider",
+    "known_models",
     "log_scrubber",
     "parse_model_spec",
     "providers",
+    "register_model",
     "register_provider",
     "resolve_model_spec",
 ]

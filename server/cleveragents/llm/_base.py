@@ -29,6 +29,7 @@ from ._retry import (
     run_cancellable,
     stream_with_retries,
 )
+from ._windows import window_of
 from .errors import ModelConfigError
 from .spec import ModelSpec
 
@@ -88,6 +89,20 @@ class SdkCaller(ABC):
         self._sleep = sleep
         self._clients = ClientPool(self._new_client, self._close_client)
         self._tools_for: tuple[Sequence[ToolSchema], list[Any]] | None = None
+
+    @property
+    def context_window(self) -> int:
+        """The model's context window in tokens: the spec's ``contextWindow``, else the
+        known-models table's, else its default (see ``_windows``)."""
+        spec = self.spec
+        if spec.context_window is not None:
+            return spec.context_window
+        return window_of(spec.model or "", spec.describe())
+
+    @property
+    def max_output_tokens(self) -> int | None:
+        """The room a request keeps for the answer (the spec's ``maxTokens``)."""
+        return self.spec.max_tokens
 
     def __repr__(self) -> str:  # never the key
         return f"{type(self).__name__}({self.spec.describe()!r})"

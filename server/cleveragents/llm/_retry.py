@@ -33,7 +33,7 @@ import attrs
 from cleveragents.tool import CancelToken, LLMResponse, ProviderStreamError
 
 from ._redact import Redactor
-from .errors import ModelProviderError
+from .errors import ContextOverflowError, ModelProviderError
 
 log = logging.getLogger(__name__)
 
@@ -83,6 +83,8 @@ class Failure:
     message: str
     retryable: bool
     retry_after: float | None = None
+    overflow: bool = False
+    """The provider refused the request as longer than the context window."""
 
 
 async def call_with_retries(
@@ -114,7 +116,8 @@ async def call_with_retries(
             log.debug("%s: attempt %d failed: %s", label, retries + 1, type(exc).__name__)
         if not failure.retryable or not retry_allowed() or retries >= policy.max_retries:
             suffix = f" (gave up after {retries + 1} attempts)" if failure.retryable else ""
-            raise ModelProviderError(f"{label}: {failure.message}{suffix}") from None
+            error = ContextOverflowError if failure.overflow else ModelProviderError
+            raise error(f"{label}: {failure.message}{suffix}") from None
         wait = failure.retry_after
         if wait is not None and wait > policy.max_retry_after_s:
             raise ModelProviderError(
@@ -300,6 +303,7 @@ def classify_status(
         return Failure(
             f"the conversation is longer than the model's context window (HTTP {status})",
             False,
+            overflow=True,
         )
     if status == 429 and "quota" in f"{kind} {detail}".lower():
         return Failure("quota exceeded (HTTP 429): check the account's plan and billing", False)

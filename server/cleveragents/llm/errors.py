@@ -3,6 +3,7 @@
     CleverAgentsError                 -32010  (cleveragents.tool)
     ├── ModelConfigError              -32020  no model, or a malformed model spec
     └── ModelProviderError            -32021  the provider failed (HTTP, auth, overflow)
+        └── ContextOverflowError          -32021  the request passed the context window
 
 ``ModelConfigError`` is raised before a run starts (a spec, a missing key or SDK extra);
 ``ModelProviderError`` ends a run as failed, with a message that never holds a key.
@@ -12,9 +13,9 @@ can catch and relabel one: catch them by class, or ``CleverAgentsError``.
 
 from __future__ import annotations
 
-from cleveragents.tool import CleverAgentsError
+from cleveragents.tool import CleverAgentsError, ContextWindowExceededError
 
-__all__ = ["ModelConfigError", "ModelProviderError"]
+__all__ = ["ContextOverflowError", "ModelConfigError", "ModelProviderError"]
 
 
 class ModelConfigError(CleverAgentsError):
@@ -27,3 +28,8 @@ class ModelProviderError(CleverAgentsError):
     """The provider failed (HTTP, auth, context overflow), or the client's model did."""
 
     code = -32021
+
+
+class ContextOverflowError(ModelProviderError, ContextWindowExceededError):
+    """The provider refused the request as longer than the model's context window: a
+    run with a context budget compacts and calls once more before it fails."""

@@ -5,7 +5,8 @@ Each turn is ``{"reasoning"?: str, "content"?: str, "toolCalls"?: [{"name",
 "arguments", "id"?}], "usage"?: {"inputTokens", "outputTokens", "cacheReadTokens"?,
 "cacheWriteTokens"?, "reasoningTokens"?}}`` (``tool_calls`` is accepted too). A turn's
 reasoning streams as reasoning before its content; its usage is reported as given. When
-the script runs out, its last turn repeats.
+the script runs out, its last turn repeats. A compaction's summary request (purpose
+``"summary"``) is answered with a short deterministic summary, not a turn.
 """
 
 from __future__ import annotations
@@ -26,6 +27,9 @@ class ScriptedModel:
     """Replays turns by iteration number: turn ``i`` answers iteration ``i`` (1-based)."""
 
     blocking = False  # instant: runs inline on the event loop
+    context_window: int | None = None
+    """Unlimited unless the spec's ``contextWindow`` says (a run's budget reads it)."""
+    max_output_tokens: int | None = None
 
     def __init__(self, turns: Sequence[Mapping[str, Any]]) -> None:
         if isinstance(turns, (str, bytes)) or not isinstance(turns, Sequence) or not turns:
@@ -51,6 +55,8 @@ class ScriptedModel:
         return len(self._turns)
 
     def __call__(self, request: LLMRequest) -> LLMResponse:
+        if request.purpose == "summary":
+            return LLMResponse(_summary(request))
         turn = self._turns[min(request.iteration, len(self._turns)) - 1]
         if turn.reasoning:
             request.on_reasoning(turn.reasoning)
@@ -65,6 +71,15 @@ class ScriptedModel:
             usage=attrs.evolve(turn.usage) if turn.usage is not None else None,
             reasoning=[Reasoning(turn.reasoning)] if turn.reasoning else [],
         )
+
+
+def _summary(request: LLMRequest) -> str:
+    """A deterministic summary: what the summarised text holds, by kind of message."""
+    text = request.messages[-1].content if request.messages else ""
+    heads = [line.split(":", 1)[0] for line in text.splitlines() if line.isupper() or ":" in line]
+    kinds = {kind: sum(h.startswith(kind) for h in heads) for kind in ("USER", "ASSISTANT", "TOOL")}
+    counted = ", ".join(f"{n} {kind.lower()}" for kind, n in kinds.items() if n)
+    return f"(scripted summary of {len(text)} characters: {counted or 'no'} messages)"
 
 
 @attrs.frozen

@@ -29,7 +29,7 @@ MODEL_ENV_VAR = "CLEVERAGENTS_MODEL"
 
 _OBJECT_FORM = (
     "{provider, model?, api?, baseUrl?, apiKeyEnv?, script?, path?, maxTokens?, temperature?, "
-    "timeoutMs?, maxRetries?, reasoning?, cache?}"
+    "timeoutMs?, maxRetries?, reasoning?, cache?, contextWindow?}"
 )
 REASONING_EFFORTS = ("minimal", "low", "medium", "high")
 """The neutral reasoning levels; each adapter maps them to its provider's own knob."""
@@ -91,6 +91,10 @@ class ModelSpec:
     max_retries: int = 3
     reasoning: ReasoningSettings | None = None
     """``None``: the request carries no reasoning field at all (as before they existed)."""
+    context_window: int | None = None
+    """The model's context window in tokens (``contextWindow``); ``None``: the
+    known-models table's (``cleveragents.llm`` adapters), unlimited for the scripted
+    model."""
     cache: bool = True
     """Whether the adapter marks prompt-cache breakpoints where its provider needs them
     (Anthropic); providers that cache on their own are not affected."""
@@ -148,6 +152,7 @@ _OBJECT_KEYS = {
     "api",
     "reasoning",
     "cache",
+    "contextWindow",
 }
 
 
@@ -230,7 +235,16 @@ def _parse_object(obj: Mapping[str, Any]) -> ModelSpec:
         max_retries=max_retries if max_retries is not None else 3,
         reasoning=_reasoning(obj.get("reasoning")),
         cache=cache,
+        context_window=_window(obj.get("contextWindow")),
     )
+
+
+def _window(raw: object) -> int | None:
+    if raw is None:
+        return None
+    if not isinstance(raw, int) or isinstance(raw, bool) or raw < 1:
+        raise ModelConfigError("model spec field 'contextWindow' must be a positive integer")
+    return raw
 
 
 def _api_provider(provider: Provider, api: object) -> Provider:

@@ -44,7 +44,7 @@ def result_wire(result: RunResult) -> t.RunResult:
         result.run_id, result.status, result.content, result.tool_call_history,
         result.iterations, result.terminated_by_limit, result.duration_ms,
         t.RunError(error.code, error.message) if error is not None else None,
-        usage_wire(result.usage), result.omitted_records,
+        usage_wire(result.usage), result.omitted_records, result.limit_reason,  # type: ignore[arg-type]
     )  # fmt: skip
 
 

@@ -13,6 +13,7 @@ from typing import Literal
 import attrs
 
 from ..tool import (
+    Compacted,
     IterationFinished,
     MessageDelta,
     ReasoningDelta,
@@ -45,6 +46,7 @@ RUN_TOOL_CALL_STARTED = _BY_EVENT[ToolCallStarted]
 RUN_TOOL_CALL = _BY_EVENT[ToolCallFinished]
 RUN_ITERATION = _BY_EVENT[IterationFinished]
 RUN_FINISHED = _BY_EVENT[RunFinished]
+RUN_COMPACTED = _BY_EVENT[Compacted]
 TOOLS_CHANGED = "tools/changed"
 # daemon -> client requests
 TOOLS_CALL = "tools/call"

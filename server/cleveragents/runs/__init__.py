@@ -21,7 +21,7 @@ from ._mcp import McpServers, McpServerState
 from ._outputs import DEFAULT_MAX_TOOL_OUTPUT_BYTES, MAX_TOOL_OUTPUT_BYTES
 from ._prepare import RunRequestError, model_spec, reserved
 from ._process import PermissionPrompt, prepare_process
-from ._request import AskUser, RunRequest
+from ._request import AskUser, CompactionSettings, RunRequest
 from ._run import RunHandle, RunObserver
 from ._service import RunService
 from ._settings import DEFAULT_MAX_ITERATIONS, RunSettings
@@ -34,6 +34,7 @@ __all__ = [
     "AskUser",
     "CapabilityError",
     "CollectorPolicy",
+    "CompactionSettings",
     "McpServerState",
     "McpServers",
     "PermissionPrompt",

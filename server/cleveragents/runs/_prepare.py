@@ -23,6 +23,7 @@ from ..llm.spec import ModelSpec, resolve_model_spec
 from ..mcp import McpServerConfig
 from ..tool import (
     CleverAgentsError,
+    ContextPolicy,
     JsonRpcCode,
     LLMCaller,
     Message,
@@ -39,7 +40,7 @@ from ..workspace import PinnedRoot, ProfilePolicy, SandboxViolationError, get_pr
 from ..workspace.profiles import DEFAULT_PROFILE
 from ._errors import CapabilityError
 from ._outputs import OutputCap
-from ._request import RunRequest
+from ._request import CompactionSettings, RunRequest
 from ._run import Run, RunObserver
 from ._settings import warn_if_state_dir_inside
 
@@ -144,7 +145,8 @@ async def _prepare(
     runtime = ToolCallingRuntime(
         layer, ToolRunner(layer, policy=policy, output_filter=cap), model,
         max_iterations=limit, system_prompt=request.system_prompt, sink=run,
-        pace=request.pace,
+        pace=request.pace, context=await _context_policy(service, request.compaction),
+        limits=request.limits,
     )  # fmt: skip
     context = ToolActorContext(
         plan_id=request.plan_id, phase=request.phase, sandbox_root=sandbox_root,
@@ -153,6 +155,26 @@ async def _prepare(
     )  # fmt: skip
     _write_meta(run, _described(request, spec), request.continue_from, profile or DEFAULT_PROFILE)
     return Prepared(run, runtime, context, history, limit, request.mcp_servers)
+
+
+async def _context_policy(service: RunService, settings: CompactionSettings) -> ContextPolicy:
+    """The run's context budget: the request's settings, the window from the model."""
+    if not settings.enabled:
+        return ContextPolicy(enabled=False)
+    summary_model = None
+    if settings.model is not None:
+        spec = model_spec(settings.model, None)
+        if get_provider(spec.provider).adapter is None:
+            raise RunRequestError("compaction.model", "must be a model this service builds")
+        summary_model = await asyncio.to_thread(service.model, spec)
+    try:
+        return ContextPolicy(
+            compact_at=settings.compact_at,
+            keep_recent_iterations=settings.keep_recent_iterations,
+            summary_model=summary_model,
+        )
+    except ValueError as exc:
+        raise RunRequestError("compaction", str(exc)) from None
 
 
 def _policy(request: RunRequest, profile_name: str | None, custom: Any) -> ToolPolicy:

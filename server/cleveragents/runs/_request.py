@@ -15,10 +15,22 @@ import attrs
 
 from ..llm.spec import ModelSpec
 from ..mcp import McpServerConfig
-from ..tool import LLMCaller, PermissionOutcome, PermissionQuery, ToolRegistry
+from ..tool import LLMCaller, PermissionOutcome, PermissionQuery, ToolRegistry, UsageLimits
 
 AskUser = Callable[[PermissionQuery, str], Awaitable[PermissionOutcome | str]]
 """Asks the user about a call the profile says to ask about (the query and why)."""
+
+
+@attrs.frozen(kw_only=True)
+class CompactionSettings:
+    """How a run keeps its requests within the model's context window (see
+    ``cleveragents.tool.ContextPolicy``): ``model`` writes the summaries (default the
+    run's own)."""
+
+    enabled: bool = True
+    compact_at: float = 0.8
+    keep_recent_iterations: int = 2
+    model: str | Mapping[str, Any] | ModelSpec | None = None
 
 
 @attrs.frozen(kw_only=True)
@@ -59,3 +71,7 @@ class RunRequest:
     """Awaited before each model call and each tool call (backpressure)."""
     model_caller: LLMCaller | None = None
     """The model itself, lent by the face (the ``client`` provider's)."""
+    limits: UsageLimits | None = None
+    """Tool-call, deadline and token limits on top of ``max_iterations``."""
+    compaction: CompactionSettings = CompactionSettings()
+    """The context budget's settings."""

@@ -286,6 +286,7 @@ class RunService:
             run.run_id, status, result.content, result.tool_call_history, result.iterations,
             result.terminated_by_limit, result.duration_ms,
             _cancel_error(run) if result.cancelled else None, result.usage,
+            limit_reason=result.limit_reason,
         )  # fmt: skip
 
 

@@ -16,8 +16,10 @@ from ._codec import (
     ProviderStreamError,
     ToolDeclaration,
 )
+from ._context import BYTES_PER_TOKEN, ContextPolicy, ContextUsage, HistoryProcessor, OutputKeeper
 from ._errors import (
     CleverAgentsError,
+    ContextWindowExceededError,
     DuplicateToolError,
     InvalidToolNameError,
     JsonRpcCode,
@@ -33,7 +35,9 @@ from ._errors import (
 )
 from ._events import (
     AssistantMessage,
+    Compacted,
     EventSink,
+    HistoryRewritten,
     IterationFinished,
     IterationStarted,
     MessageDelta,
@@ -48,6 +52,7 @@ from ._events import (
     ToolCallFinished,
     ToolCallStarted,
 )
+from ._limits import LimitReason, UsageLimits
 from ._policy import (
     PERMISSION_OUTCOMES,
     AllowAll,
@@ -89,6 +94,7 @@ from ._types import (
 )
 
 __all__ = [
+    "BYTES_PER_TOKEN",
     "DEFAULT_MAX_ITERATIONS",
     "NAME_LEAD",
     "PERMISSION_OUTCOMES",
@@ -99,9 +105,15 @@ __all__ = [
     "CancelToken",
     "CleverAgentsError",
     "Codec",
+    "Compacted",
+    "ContextPolicy",
+    "ContextUsage",
+    "ContextWindowExceededError",
     "Decision",
     "DuplicateToolError",
     "EventSink",
+    "HistoryProcessor",
+    "HistoryRewritten",
     "InvalidToolNameError",
     "IterationFinished",
     "IterationStarted",
@@ -110,10 +122,12 @@ __all__ = [
     "LLMCaller",
     "LLMRequest",
     "LLMResponse",
+    "LimitReason",
     "Message",
     "MessageDelta",
     "NameEncoder",
     "NullEventSink",
+    "OutputKeeper",
     "PermissionOutcome",
     "PermissionQuery",
     "ProviderFormat",
@@ -159,6 +173,7 @@ __all__ = [
     "ToolSpec",
     "ToolTimeoutError",
     "Usage",
+    "UsageLimits",
     "error_classes",
     "output_text",
     "register_codec",

@@ -143,3 +143,11 @@ class ToolCancelledError(ToolError):
 
 
 _register(CleverAgentsError)
+
+
+class ContextWindowExceededError(CleverAgentsError):
+    """The provider refused a request as longer than the model's context window.
+
+    Raised by a model adapter (``cleveragents.llm`` raises a subclass carrying its own
+    code); the loop compacts the conversation harder and calls once more, when the run
+    has a context budget. Has no code of its own: the adapter's subclass gives it."""

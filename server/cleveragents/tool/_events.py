@@ -11,6 +11,8 @@ go to.
     ├── ToolCallStarted      a tool is about to execute
     ├── ToolCallFinished     a tool call ended, whatever the outcome
     ├── IterationFinished    an iteration ended, its tools included
+    ├── Compacted            the conversation was compacted before a model call
+    ├── HistoryRewritten     what a compaction changed (kept in transcripts, not sent)
     └── RunFinished          the run ended (emitted by the run service)
 
 The loop never touches a transport: it hands each event to ``EventSink.on_event``,
@@ -104,6 +106,34 @@ class IterationFinished(RunEvent):
     tool_call_count: int
     duration_ms: float
     usage: Usage | None = None
+    context_tokens: int | None = None
+    """The estimated size of the request this iteration sent (a run with a budget)."""
+    context_window: int | None = None
+    """The model's context window (a run with a budget)."""
+
+
+@attrs.define(slots=True, eq=False)
+class Compacted(RunEvent):
+    """The conversation was compacted before iteration ``iteration``'s model call."""
+
+    iteration: int
+    strategy: str
+    """``"prune"`` (old tool outputs stubbed) or ``"summary"`` (old messages summarised)."""
+    tokens_before: int
+    tokens_after: int
+    messages_removed: int
+
+
+@attrs.define(slots=True, eq=False)
+class HistoryRewritten(RunEvent):
+    """What a compaction changed, so that a transcript rebuilds the compacted
+    conversation: the stubs of pruned outputs by call id, or the summary and the first
+    iteration of this run kept whole. Not a notification."""
+
+    iteration: int
+    pruned: dict[str, str] = attrs.field(factory=dict)
+    summary: str | None = None
+    kept_from_iteration: int | None = None
 
 
 @attrs.define(slots=True)
@@ -129,6 +159,7 @@ class RunResult:
     error: RunError | None = None
     usage: Usage | None = None
     omitted_records: int | None = None
+    limit_reason: str | None = None
 
 
 @attrs.define(slots=True, eq=False)

@@ -14,9 +14,13 @@ from collections.abc import Sequence
 
 from ._call import OnRecord, output_text
 from ._cancel import CancelToken
+from ._context import Compaction, ContextBudget
+from ._errors import ToolCancelledError
 from ._events import (
     AssistantMessage,
+    Compacted,
     EventSink,
+    HistoryRewritten,
     IterationFinished,
     IterationStarted,
     MessageDelta,
@@ -24,6 +28,7 @@ from ._events import (
     ToolCallFinished,
     ToolCallStarted,
 )
+from ._limits import DEADLINE_REASON, UsageLimits
 from ._registry import ToolRegistry
 from ._runner import ToolRunSession
 from ._types import (
@@ -64,20 +69,28 @@ class LoopState:
         "_iteration_started",
         "_ready",
         "_registry",
+        "budget",
         "cancel",
         "content",
         "context",
+        "context_tokens",
         "emit",
         "iteration",
         "iteration_usage",
         "limit",
         "limit_hit",
+        "limit_reason",
+        "limits",
         "messages",
+        "model_calls",
+        "prompt_message",
         "records",
         "session",
         "sink",
+        "skipped",
         "started",
         "tool_call_count",
+        "total_calls",
         "usage",
     )
 
@@ -92,6 +105,8 @@ class LoopState:
         sink: EventSink,
         session: ToolRunSession,
         limit: int,
+        budget: ContextBudget | None = None,
+        limits: UsageLimits | None = None,
     ) -> None:
         self._registry = registry
         self.context = context
@@ -105,7 +120,15 @@ class LoopState:
         self.messages: list[Message] = list(history) if history else []
         if system_prompt and not any(m.role == "system" for m in self.messages):
             self.messages.insert(0, Message("system", system_prompt))
-        self.messages.append(Message("user", prompt))
+        self.prompt_message = Message("user", prompt)
+        self.messages.append(self.prompt_message)
+        self.budget = budget
+        self.limits = limits
+        self.limit_reason: str | None = None
+        self.skipped: list[ToolCall] = []
+        self.total_calls = 0
+        self.model_calls = 0
+        self.context_tokens: int | None = None
         self.records: list[ToolCallRecord] = []
         self.iteration = 0
         self.content = ""
@@ -116,14 +139,21 @@ class LoopState:
         self.started = _perf()
         self._iteration_started = self.started
 
-    def begin_iteration(self) -> LLMRequest:
-        self.iteration += 1
+    def begin_iteration(self, *, again: bool = False) -> LLMRequest:
+        """The next model call's request; ``again``: the same iteration's call once more
+        (after a compaction the provider asked for)."""
+        if not again:
+            self.iteration += 1
+            self.tool_call_count = 0
+            if self.emit:
+                self._iteration_started = _perf()
+                self.sink.on_event(IterationStarted(self.iteration))
         iteration = self.iteration
-        self.tool_call_count = 0
-        if self.emit:
-            self._iteration_started = _perf()
-            self.sink.on_event(IterationStarted(iteration))
         schemas = self._registry.schemas()  # the same tuple until the tools change
+        budget = self.budget
+        if budget is not None:
+            self.context_tokens = budget.estimate(self.messages, schemas)
+            budget.sent(self.messages)
         # The bound method is made per request, not kept on self: kept, it would make the
         # state a reference cycle, and a finished run's whole history would wait for a
         # full garbage collection instead of being freed when the run lets go of it.
@@ -157,6 +187,10 @@ class LoopState:
         if usage is not None:
             self.usage = usage if self.usage is None else self.usage + usage
         calls = response.tool_calls
+        budget = self.budget
+        if budget is not None:
+            budget.reported(usage.input_tokens if usage is not None else None)
+            budget.iteration_started(self.iteration, len(self.messages))
         if calls:
             for index, call in enumerate(calls):
                 if not call.id:
@@ -174,6 +208,13 @@ class LoopState:
             if self.emit and message.carries_state():
                 self.sink.on_event(AssistantMessage(self.iteration, message))
         self.messages.append(message)
+        limits = self.limits
+        if calls and limits is not None and limits.max_tool_calls is not None:
+            remaining = max(0, limits.max_tool_calls - self.total_calls)
+            if len(calls) > remaining:
+                calls, self.skipped = calls[:remaining], calls[remaining:]
+                self.limit_reason = "toolCalls"
+        self.total_calls += len(calls)
         return calls
 
     def record_hook(self, calls: list[ToolCall]) -> OnRecord | None:
@@ -230,7 +271,10 @@ class LoopState:
 
     def end_iteration(self) -> bool:
         """Report the iteration; True when the run is over (no tools, limit, or cancel)."""
+        if self.skipped:
+            self._record_skipped()
         if self.emit:
+            budget = self.budget
             self.sink.on_event(
                 IterationFinished(
                     self.iteration,
@@ -238,25 +282,84 @@ class LoopState:
                     self.tool_call_count,
                     (_perf() - self._iteration_started) * 1000.0,
                     self.iteration_usage,
+                    self.context_tokens,
+                    budget.window if budget is not None else None,
                 )
             )
         if self.tool_call_count == 0 or self.cancel.cancelled:
             return True
+        limits = self.limits
+        if limits is not None:
+            if self.limit_reason is not None or (
+                limits.max_tool_calls is not None and self.total_calls >= limits.max_tool_calls
+            ):
+                self.limit_reason = "toolCalls"
+            elif limits.tokens_reached(self.usage):
+                self.limit_reason = "tokens"
+            if self.limit_reason is not None:
+                self.limit_hit = True
+                return True
         if self.iteration >= self.limit:
             self.limit_hit = True
+            self.limit_reason = "iterations"
             return True
         return False
 
+    def _record_skipped(self) -> None:
+        """The calls past the tool-call limit: recorded, in the model's order, as not run."""
+        skipped, self.skipped = self.skipped, []
+        limit = self.limits.max_tool_calls if self.limits is not None else None
+        error = f"not run: the run reached its limit of {limit} tool calls"
+        code = ToolCancelledError.code
+        for call in skipped:
+            record = ToolCallRecord(
+                call.name, call.arguments, None, 0.0, False, error, self.iteration, call.id, code
+            )
+            if self.emit:
+                self.sink.on_event(ToolCallFinished(record))
+            self.records.append(record)
+            self.context.tool_call_history.append(record)
+            self.messages.append(Message("tool", error, [], call.id, call.name, True))
+        self.tool_call_count += len(skipped)
+
+    # -- the context budget ---------------------------------------------------------------
+
+    def over_budget(self) -> int | None:
+        """The next request's estimate when it is past the budget's limit, else None."""
+        budget = self.budget
+        if budget is None:
+            return None
+        estimate = budget.estimate(self.messages, self._registry.schemas())
+        return estimate if budget.over(estimate) else None
+
+    def compacted(self, step: Compaction) -> None:
+        """Report one compaction step (before iteration ``iteration + 1``'s call)."""
+        if not self.emit:
+            return
+        iteration = self.iteration + 1
+        self.sink.on_event(
+            Compacted(
+                iteration, step.strategy, step.tokens_before, step.tokens_after,
+                step.messages_removed,
+            )
+        )  # fmt: skip
+        self.sink.on_event(
+            HistoryRewritten(iteration, step.pruned, step.summary, step.kept_from_iteration)
+        )
+
     def finish(self) -> ToolCallRunResult:
-        cancelled = self.cancel.cancelled
+        deadline = self.cancel.reason == DEADLINE_REASON and self.limit_reason == "deadline"
+        cancelled = self.cancel.cancelled and not deadline
+        limited = (self.limit_hit or deadline) and not cancelled
         result = ToolCallRunResult(
             content=self.content,
             tool_call_history=self.records,
             iterations=self.iteration,
-            terminated_by_limit=self.limit_hit and not cancelled,
+            terminated_by_limit=limited,
             cancelled=cancelled,
             usage=self.usage,
             duration_ms=(_perf() - self.started) * 1000.0,
             messages=self.messages,
+            limit_reason=self.limit_reason if limited else None,
         )
         return result

@@ -18,7 +18,10 @@ from collections.abc import Awaitable, Callable, Sequence
 
 from ._call import ToolCallsInterrupted, is_awaitable
 from ._cancel import CancelToken
+from ._context import ContextBudget, ContextPolicy, ContextUsage
+from ._errors import ContextWindowExceededError
 from ._events import EventSink
+from ._limits import DEADLINE_REASON, UsageLimits
 from ._loop_state import NULL_SINK, LoopState
 from ._registry import ToolRegistry
 from ._runloop import worker_pool
@@ -35,6 +38,8 @@ from ._types import (
 )
 
 DEFAULT_MAX_ITERATIONS = 25
+SUMMARY_PURPOSE = "summary"
+"""``LLMRequest.purpose`` of the call that writes a compaction's summary."""
 
 _perf = time.perf_counter
 
@@ -63,6 +68,8 @@ class ToolCallingRuntime:
         system_prompt: str | None = None,
         sink: EventSink | None = None,
         pace: Callable[[], Awaitable[None]] | None = None,
+        context: ContextPolicy | None = None,
+        limits: UsageLimits | None = None,
     ) -> None:
         if not isinstance(registry, ToolRegistry):
             raise TypeError(f"registry must be a ToolRegistry, got {type(registry).__name__}")
@@ -83,6 +90,14 @@ class ToolCallingRuntime:
         self.pace = pace
         """Awaited before each model call (backpressure: a face whose reader is behind
         holds the run there); the loop then runs on an event loop from its start."""
+        if context is not None and not isinstance(context, ContextPolicy):
+            raise TypeError(f"context must be a ContextPolicy, got {type(context).__name__}")
+        if limits is not None and not isinstance(limits, UsageLimits):
+            raise TypeError(f"limits must be a UsageLimits, got {type(limits).__name__}")
+        self.context_policy = context if context is not None else ContextPolicy()
+        """The context budget (see ``docs/runtime.md``): by default, compaction at 0.8 of
+        the model caller's ``context_window`` when it has one."""
+        self.limits = limits
         self._caller_is_async = is_async_callable(llm_caller)
         self._caller_inline = getattr(llm_caller, "blocking", True) is False
 
@@ -102,15 +117,16 @@ class ToolCallingRuntime:
         """Run the loop to its end in this thread and return the result."""
         state = self._start(prompt, context, system_prompt, history, cancel, sink, max_iterations)
         session = state.session
+        # A pace, a context budget or a deadline needs the event loop from the start.
+        inline = self.pace is None and state.budget is None and not _deadline(state)
         try:
-            # Every model call awaits the pace, if any: then the run is on the event loop
-            # from its start.
-            resume = self._drive_inline(state) if self.pace is None else None
-            if resume is not None or self.pace is not None:
+            resume = self._drive_inline(state) if inline else None
+            if resume is not None or not inline:
                 session.executor = worker_pool()  # blocking tools: the shared pool
                 session.loop.run(self._adrive(state, resume, inline_model=True))
         finally:
             session.close()
+            _unlink(state)
         return state.finish()
 
     def _drive_inline(self, state: LoopState) -> Resume | None:
@@ -153,6 +169,7 @@ class ToolCallingRuntime:
             await self._adrive(state, None, inline_model=False)
         finally:
             await state.session.aclose()
+            _unlink(state)
         return state.finish()
 
     async def _adrive(self, state: LoopState, resume: Resume | None, *, inline_model: bool) -> None:
@@ -163,6 +180,7 @@ class ToolCallingRuntime:
         caller = self.llm_caller
         direct = inline_model or self._caller_is_async or self._caller_inline
         last_turn = _perf()
+        timer = _deadline_timer(state)
         try:
             while True:
                 calls: list[ToolCall] = []
@@ -174,11 +192,16 @@ class ToolCallingRuntime:
                         if resume is None:
                             if state.cancel.cancelled:
                                 break
-                            request = state.begin_iteration()
-                            if self.pace is not None:
-                                pending = self._apaced(request, direct)
+                            if state.budget is not None:
+                                pending = self._budgeted_call(state, direct)
                             else:
-                                pending = caller(request) if direct else self._acall_model(request)
+                                request = state.begin_iteration()
+                                if self.pace is not None:
+                                    pending = self._apaced(request, direct)
+                                else:
+                                    pending = (
+                                        caller(request) if direct else self._acall_model(request)
+                                    )
                         guard.armed = True
                         if _perf() - last_turn >= YIELD_EVERY_S:
                             await asyncio.sleep(0)
@@ -205,6 +228,104 @@ class ToolCallingRuntime:
                     break
         finally:
             guard.close()
+            if timer is not None:
+                timer.cancel()
+
+    async def _budgeted_call(self, state: LoopState, direct: bool) -> LLMResponse:
+        """One model call of a run with a context budget: compact first when the request
+        would pass the budget, and once more, harder, when the provider answers that the
+        context is too long, then call again (once)."""
+        await self._compact(state, hard=False)
+        request = state.begin_iteration()
+        try:
+            return await self._one_call(request, direct)
+        except ContextWindowExceededError:
+            if not await self._compact(state, hard=True):
+                raise
+        return await self._one_call(state.begin_iteration(again=True), direct)
+
+    async def _one_call(self, request: LLMRequest, direct: bool) -> LLMResponse:
+        if self.pace is not None:
+            return await self._apaced(request, direct)
+        if not direct:
+            return await self._acall_model(request)
+        response: object = self.llm_caller(request)
+        if is_awaitable(response):
+            response = await response
+        return response  # type: ignore[return-value]  # checked by take_response
+
+    async def _compact(self, state: LoopState, *, hard: bool) -> bool:
+        """Bring the next request within the budget (see ``_context``); whether the
+        conversation changed."""
+        budget = state.budget
+        assert budget is not None
+        policy = budget.policy
+        messages = state.messages
+        tools = self.registry.schemas()
+        if policy.processor is not None:
+            usage = ContextUsage(
+                budget.estimate(messages, tools), budget.window, budget.limit, state.iteration + 1
+            )
+            new: object = policy.processor(messages, usage)
+            if is_awaitable(new):
+                new = await new
+            if not isinstance(new, list):
+                raise TypeError(f"a history processor must return a list, not {type(new).__name__}")
+            if new is not messages:
+                messages[:] = new
+            budget.rewritten()
+            return True
+        if not hard and state.over_budget() is None:
+            return False
+        keep = min(1, policy.keep_recent_iterations) if hard else policy.keep_recent_iterations
+        changed = False
+        step = budget.prune(messages, tools, keep)
+        if step is not None:
+            state.compacted(step)
+            changed = True
+        if policy.summarize and (hard or state.over_budget() is not None):
+            found = budget.summary_range(messages, state.prompt_message, keep)
+            if found is not None:
+                chosen, start, kept_iteration = found
+                summary = await self._summarise(
+                    state, budget.summary_request_text(messages, chosen)
+                )
+                if summary:
+                    state.compacted(
+                        budget.apply_summary(
+                            messages, tools, state.prompt_message, chosen, start,
+                            kept_iteration, summary,
+                        )
+                    )  # fmt: skip
+                    changed = True
+        return changed
+
+    async def _summarise(self, state: LoopState, text: str) -> str:
+        """Ask the summary model (the run's own by default) to summarise ``text``."""
+        budget = state.budget
+        assert budget is not None
+        model = budget.policy.summary_model or self.llm_caller
+        request = LLMRequest(
+            [Message("system", budget.policy.summary_prompt), Message("user", text)],
+            (), state.iteration + 1, state.context, state.cancel, _no_text,
+            purpose=SUMMARY_PURPOSE,
+        )  # fmt: skip
+        if is_async_callable(model) or getattr(model, "blocking", True) is False:
+            response: object = model(request)
+            if is_awaitable(response):
+                response = await response
+        else:
+            response = await asyncio.to_thread(model, request)
+            if is_awaitable(response):
+                response = await response
+        if not isinstance(response, LLMResponse):
+            raise TypeError(
+                f"the LLM caller must return an LLMResponse, got {type(response).__name__}"
+            )
+        state.model_calls += 1
+        if response.usage is not None:
+            state.usage = response.usage if state.usage is None else state.usage + response.usage
+        return response.content.strip()
 
     async def _apaced(self, request: LLMRequest, direct: bool) -> LLMResponse:
         """The model call after the face's pace (awaited while the run's cancel guard is
@@ -246,15 +367,78 @@ class ToolCallingRuntime:
             raise ValueError(f"max_iterations must be at least 1, got {limit}")
         context = context if context is not None else ToolActorContext()
         cancel = cancel if cancel is not None else CancelToken()
+        limits = self.limits
+        own: CancelToken | None = None
+        if limits is not None and limits.deadline_s is not None:
+            # The deadline cancels the run's own token, never the caller's: the run ends
+            # at its limit, not cancelled.
+            own = CancelToken()
+            outer = cancel
+            unlink = outer.add_callback(lambda: own.cancel(outer.reason or "cancelled"))
+            cancel = own
         session = self.runner.session(context, cancel, registry=self.registry)
-        return LoopState(
+        state = LoopState(
             self.registry, prompt, context, system_prompt or self.system_prompt,
-            history, cancel, sink or self.sink, session, limit,
+            history, cancel, sink or self.sink, session, limit, self._budget(), limits,
         )  # fmt: skip
+        if own is not None:
+            _LINKS[id(state)] = unlink
+        return state
+
+    def _budget(self) -> ContextBudget | None:
+        """A run's context budget, when the policy is on and the window is known."""
+        policy = self.context_policy
+        if not policy.enabled:
+            return None
+        window = policy.window or _positive_int(getattr(self.llm_caller, "context_window", None))
+        if window is None and policy.processor is None:
+            return None
+        reserve = policy.reserve_tokens
+        if reserve is None:
+            reserve = _positive_int(getattr(self.llm_caller, "max_output_tokens", None)) or 0
+        return ContextBudget(policy, window, reserve)
 
 
 def _nothing() -> None:
     return None
+
+
+def _no_text(text: str) -> None:
+    """A summary's text is not the run's: it is not streamed."""
+
+
+def _positive_int(value: object) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
+
+
+_LINKS: dict[int, Callable[[], None]] = {}
+"""Per run with a deadline: the remover of the link from the caller's token to the
+run's own."""
+
+
+def _deadline(state: LoopState) -> bool:
+    return state.limits is not None and state.limits.deadline_s is not None
+
+
+def _unlink(state: LoopState) -> None:
+    remove = _LINKS.pop(id(state), None)
+    if remove is not None:
+        remove()
+
+
+def _deadline_timer(state: LoopState) -> asyncio.TimerHandle | None:
+    """Cancel the run's own token when its deadline (from the run's start) passes."""
+    limits = state.limits
+    if limits is None or limits.deadline_s is None:
+        return None
+
+    def expire() -> None:
+        if not state.cancel.cancelled:
+            state.limit_reason = "deadline"
+            state.cancel.cancel(DEADLINE_REASON)
+
+    left = max(0.0, limits.deadline_s - (_perf() - state.started))
+    return asyncio.get_running_loop().call_later(left, expire)
 
 
 class _Interrupter:

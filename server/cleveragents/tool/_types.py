@@ -170,6 +170,9 @@ class LLMRequest:
     cancel: CancelToken
     on_delta: Callable[[str], None]
     on_reasoning: Callable[[str], None] = ignore_reasoning
+    purpose: str = "turn"
+    """``"turn"``: an iteration of the run; ``"summary"``: the summary of a compaction
+    (no tools; the answer replaces older messages)."""
 
 
 class LLMCaller(Protocol):
@@ -258,3 +261,6 @@ class ToolCallRunResult:
     usage: Usage | None = None
     duration_ms: float = 0.0
     messages: list[Message] = attrs.field(factory=list)
+    limit_reason: str | None = None
+    """Which limit ended the run when ``terminated_by_limit``: ``"iterations"``,
+    ``"toolCalls"``, ``"deadline"`` or ``"tokens"`` (see ``UsageLimits``)."""

@@ -18,18 +18,27 @@ from cleveragents.tool import Message, Reasoning, ToolCall, output_text
 from ..protocol import methods as m
 from ._files import int_field
 from ._index import META
-from ._recorder import ASSISTANT
+from ._recorder import ASSISTANT, COMPACTION
 
 
 class Rebuilt:
-    """One run's own messages, whether it finished, and the run it continued."""
+    """One run's own messages, whether it finished, the run it continued (``None`` when a
+    summary replaced everything before), and the stubs of outputs it pruned, by call id
+    (they may be outputs of the runs it continued)."""
 
-    __slots__ = ("finished", "messages", "parent")
+    __slots__ = ("finished", "messages", "parent", "pruned")
 
-    def __init__(self, messages: list[Message], finished: bool, parent: str | None) -> None:
+    def __init__(
+        self,
+        messages: list[Message],
+        finished: bool,
+        parent: str | None,
+        pruned: dict[str, str] | None = None,
+    ) -> None:
         self.messages = messages
         self.finished = finished
         self.parent = parent
+        self.pruned = pruned or {}
 
 
 def rebuild(events: Iterable[dict[str, Any]]) -> Rebuilt:
@@ -39,6 +48,8 @@ def rebuild(events: Iterable[dict[str, Any]]) -> Rebuilt:
     records: dict[int, list[dict[str, Any]]] = {}
     ended: list[tuple[int, str]] = []  # (iteration, content) of each run/iteration
     kept: dict[int, dict[str, Any]] = {}  # $/assistant lines by iteration
+    pruned: dict[str, str] = {}
+    summary: tuple[str, int] | None = None  # the last summary, and the iteration it kept from
     finished = False
     for event in events:
         method, params = event.get("method"), event["params"]
@@ -61,16 +72,34 @@ def rebuild(events: Iterable[dict[str, Any]]) -> Rebuilt:
             finished = True
         elif method == ASSISTANT:
             kept[int_field(params.get("iteration"))] = params
-    messages = [Message("user", str(meta.get("prompt", "")))]
+        elif method == COMPACTION:
+            stubs = params.get("pruned")
+            if isinstance(stubs, dict):
+                pruned.update({str(k): v for k, v in stubs.items() if isinstance(v, str)})
+            if isinstance(params.get("summary"), str):
+                kept_from = params.get("keptFromIteration")
+                summary = (params["summary"], kept_from if isinstance(kept_from, int) else 0)
+    prompt = Message("user", str(meta.get("prompt", "")))
+    messages = [prompt]
+    if summary is not None:
+        messages.append(Message("user", summary[0]))
     for iteration, content in ended:
+        if summary is not None and (summary[1] == 0 or iteration < summary[1]):
+            continue  # summarised: the summary message stands for it
         own_calls = calls.get(iteration, [])
         message = Message("assistant", content, own_calls)
         if iteration in kept:
             _restore_state(message, kept[iteration])
         messages.append(message)
         messages.extend(_tool_messages(own_calls, records.get(iteration, [])))
+    for message in messages:
+        stub = pruned.get(message.tool_call_id or "") if message.role == "tool" else None
+        if stub is not None:
+            message.content = stub
     parent = meta.get("continueFrom")
-    return Rebuilt(messages, finished, parent if isinstance(parent, str) and parent else None)
+    if summary is not None or not (isinstance(parent, str) and parent):
+        parent = None  # a summary stands for the runs before too
+    return Rebuilt(messages, finished, parent, pruned)
 
 
 def _restore_state(message: Message, line: dict[str, Any]) -> None:

@@ -3,9 +3,11 @@
 Each event the protocol's table puts on the wire is numbered (``seq``, from 1), encoded
 once by the protocol's ``EventEncoder`` and appended as a line; the text is handed back
 so that a face sending the same notification never encodes it again. Events the table
-does not carry are neither numbered nor written, except ``AssistantMessage``: its
-reasoning and provider state are kept as a ``$/assistant`` line (not a notification, and
-not numbered), so that ``continueFrom`` sends them back after a restart.
+does not carry are neither numbered nor written, except two that only transcripts keep
+(not notifications, not numbered): ``AssistantMessage``, whose reasoning and provider
+state make a ``$/assistant`` line, so that ``continueFrom`` sends them back after a
+restart, and ``HistoryRewritten``, whose ``$/compaction`` line lets ``continueFrom``
+rebuild the compacted conversation, not the original.
 """
 
 from __future__ import annotations
@@ -13,11 +15,14 @@ from __future__ import annotations
 import asyncio
 
 from ..protocol import EventEncoder
-from ..tool import AssistantMessage, Message, RunEvent, RunFinished
+from ..tool import AssistantMessage, HistoryRewritten, Message, RunEvent, RunFinished
 from ._files import Transcript
 
 ASSISTANT = "$/assistant"
 """A transcript line with an assistant message's reasoning and provider state."""
+COMPACTION = "$/compaction"
+"""A transcript line with what a compaction changed: pruned outputs' stubs by call id,
+or a summary and the first iteration of the run it kept whole."""
 
 _INLINE_WRITE = 1024 * 1024
 """Lines longer than this are written from a thread (the write releases the GIL; the
@@ -41,6 +46,16 @@ class RunRecorder:
         if event.__class__ is AssistantMessage:
             assert isinstance(event, AssistantMessage)
             self.transcript.append(ASSISTANT, assistant_line(event.iteration, event.message))
+            return None
+        if event.__class__ is HistoryRewritten:
+            assert isinstance(event, HistoryRewritten)
+            line: dict[str, object] = {"iteration": event.iteration}
+            if event.pruned:
+                line["pruned"] = event.pruned
+            if event.summary is not None:
+                line["summary"] = event.summary
+                line["keptFromIteration"] = event.kept_from_iteration
+            self.transcript.append(COMPACTION, line)
             return None
         seq = self.seq + 1
         event.seq = seq

@@ -192,6 +192,7 @@ class TranscriptStore:
         ``RunStateError`` for a run still being written, ``RunInterruptedError`` for one
         that never finished."""
         chain: list[list[Message]] = []
+        pruned: dict[str, str] = {}
         seen: set[str] = set()
         current: str | None = run_id
         while current is not None:
@@ -199,7 +200,7 @@ class TranscriptStore:
                 raise RunStateError(f"run {run_id!r} continues a chain of runs that loops")
             seen.add(current)
             try:
-                messages, current = self._own_messages(current)
+                messages, current, stubs = self._own_messages(current)
             except RunNotFoundError:
                 if current == run_id:
                     raise
@@ -207,16 +208,23 @@ class TranscriptStore:
                     f"run {run_id!r} continues run {current!r}, whose transcript is gone"
                 ) from None
             chain.append(messages)
-        return [message for messages in reversed(chain) for message in messages]
+            pruned.update(stubs)
+        conversation = [message for messages in reversed(chain) for message in messages]
+        if pruned:  # a later run may have pruned outputs of the runs it continued
+            for message in conversation:
+                stub = pruned.get(message.tool_call_id or "") if message.role == "tool" else None
+                if stub is not None:
+                    message.content = stub
+        return conversation
 
-    def _own_messages(self, run_id: str) -> tuple[list[Message], str | None]:
+    def _own_messages(self, run_id: str) -> tuple[list[Message], str | None, dict[str, str]]:
         """One run's own messages and the run it continued (``$/meta.continueFrom``)."""
         rebuilt = rebuild(self.events(run_id))
         if not rebuilt.finished:
             if self.is_live(run_id):
                 raise RunStateError(f"run {run_id!r} has not finished")
             raise RunInterruptedError(f"run {run_id!r} cannot be continued: {INTERRUPTED_MESSAGE}")
-        return rebuilt.messages, rebuilt.parent
+        return rebuilt.messages, rebuilt.parent, rebuilt.pruned
 
     def _interrupted_duration(self, run_id: str, started_at: str) -> float:
         """From ``$/meta.startedAt`` to the file's last write: the time of its last event."""

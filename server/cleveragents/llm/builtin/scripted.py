@@ -14,10 +14,13 @@ from ..spec import ModelSpec
 def build(spec: ModelSpec) -> LLMCaller:
     """Inline turns (the object form's ``script``), else the file at ``path``."""
     if spec.script is not None:
-        return ScriptedModel(list(spec.script))
-    if spec.path is None:
+        model = ScriptedModel(list(spec.script))
+    elif spec.path is None:
         raise ModelConfigError("scripted model spec needs 'script' (a list of turns) or 'path'")
-    return ScriptedModel.from_file(spec.path)
+    else:
+        model = ScriptedModel.from_file(spec.path)
+    model.context_window = spec.context_window  # unlimited unless the spec says
+    return model
 
 
 PROVIDER = Provider(

@@ -10,6 +10,7 @@ from typing import Any, Literal
 import attrs
 
 from ...tool import (
+    Compacted,
     IterationFinished,
     MessageDelta,
     ReasoningDelta,
@@ -23,6 +24,7 @@ from ._mcp import McpServerEntry
 from ._optional import opt, run_notification
 
 RunStatus = Literal["completed", "limit", "cancelled", "failed"]
+LimitReason = Literal["iterations", "toolCalls", "deadline", "tokens"]
 
 
 @attrs.define
@@ -73,6 +75,9 @@ class RunResult:
     omitted_records: int | None = opt()
     """How many of the oldest records ``toolCallHistory`` leaves out because the result would not
     fit one 64 MiB frame; each was sent in its own ``run/toolCall`` and is in the transcript."""
+    limit_reason: LimitReason | None = opt()
+    """Present only for ``status: "limit"``: which limit ended the run (``iterations``:
+    ``maxIterations``; the others: ``limits``)."""
 
 
 @attrs.define
@@ -93,6 +98,42 @@ class RunSummary:
     """Tool calls so far (active) or in total."""
     active: bool
     """``true`` while the run is in this daemon's memory."""
+
+
+@attrs.define
+class RunLimits:
+    """Limits on a run beyond ``maxIterations``; each absent one is no limit. The run ends
+    with ``status: "limit"`` and ``limitReason`` naming the one reached."""
+
+    max_tool_calls: int | None = opt()
+    """Most tool calls over the run, >= 1. An iteration asking for more than remain runs the
+    first ones; the others are recorded as failed, not run (-32030)."""
+    deadline_ms: int | None = opt()
+    """Wall-clock budget from the run's start, >= 1; the call in flight (model or tools) is
+    cancelled when it passes, and the run ends with ``limitReason: "deadline"``."""
+    max_input_tokens: int | None = opt()
+    """Most input tokens summed over the run's model calls, as the provider reports them."""
+    max_output_tokens: int | None = opt()
+    """Most output tokens summed over the run's model calls."""
+    max_total_tokens: int | None = opt()
+    """Most input plus output tokens. Token limits are checked after each iteration."""
+
+
+@attrs.define
+class CompactionSettings:
+    """How a run keeps its requests within the model's context window (``docs/runtime.md``,
+    "Context budget")."""
+
+    enabled: bool | None = opt()
+    """``false`` turns compaction off: a long run may then fail on the provider's context
+    limit. Default ``true``."""
+    compact_at: float | None = opt()
+    """Share of the window past which the daemon compacts before a model call, in (0, 1];
+    default 0.8. The request's ``maxTokens`` is kept free on top."""
+    keep_recent_iterations: int | None = opt()
+    """Iterations kept whole (never pruned nor summarised), >= 0; default 2."""
+    model: str | dict[str, Any] | None = opt()
+    """Model spec that writes summaries; default: the run's own model."""
 
 
 @attrs.define
@@ -138,6 +179,10 @@ class RunParams:
     """MCP servers for this run only: started before its first iteration (the run waits up to each
     one's ``startupTimeoutMs``), their tools visible to this run alone, stopped when it ends (MCP
     servers, PROTOCOL.md §7). Checked here: a bad entry is -32602 naming its field."""
+    limits: RunLimits | None = opt()
+    """Tool-call, deadline and token limits on top of ``maxIterations``."""
+    compaction: CompactionSettings | None = opt()
+    """The context budget's settings; absent: compaction on, with its defaults."""
 
 
 @attrs.define
@@ -252,6 +297,31 @@ class IterationNotification:
     """Wall time of the iteration (LLM call and tools)."""
     usage: UsageWire | None = opt()
     """Usage of this LLM call, when the model reports it."""
+    context_tokens: int | None = opt()
+    """The estimated size of the request this iteration sent, in tokens (a run whose model's
+    context window is known)."""
+    context_window: int | None = opt()
+    """The model's context window, in tokens (as ``contextTokens``)."""
+
+
+@run_notification("run/compacted", Compacted, "The conversation was compacted before a model call.")
+@attrs.define
+class CompactedNotification:
+    run_id: str
+    """The run id."""
+    seq: int
+    """Per-run sequence number."""
+    iteration: int
+    """The iteration whose model call the compaction made room for."""
+    strategy: Literal["prune", "summary"]
+    """``prune``: outputs of older tool calls became short stubs; ``summary``: older messages
+    became one summary written by the model."""
+    tokens_before: int
+    """The estimated request size before, in tokens."""
+    tokens_after: int
+    """The estimated request size after, in tokens."""
+    messages_removed: int
+    """Messages the summary replaced (0 for ``prune``, which removes none)."""
 
 
 @run_notification("run/finished", RunFinished, "The run ended; nothing more is sent for it.")
