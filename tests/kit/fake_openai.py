@@ -65,6 +65,7 @@ ids it issued, ``call_{turn}_{k}``), so the plan replays the same whatever was d
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import hmac
 import itertools
@@ -75,7 +76,22 @@ from typing import Any
 
 import attrs
 
-from kit.loopback import Recorded, Reply, data, event, json_reply, sse_reply
+from cleveragents.tool import (
+    EventSink,
+    IterationFinished,
+    LLMCaller,
+    Message,
+    MessageDelta,
+    ReasoningDelta,
+    RunEvent,
+    ToolCallingRuntime,
+    ToolCallRunResult,
+    ToolRegistry,
+    ToolRunner,
+    ToolSpec,
+    Usage,
+)
+from kit.loopback import WAIT_S, Recorded, Reply, data, event, json_reply, sse_reply
 
 CHARS_PER_TOKEN = 4
 ENCRYPTED = "reasoning.encrypted_content"
@@ -279,6 +295,8 @@ class FakeResponses:
             reasoning["encrypted_content"] = self._seal(reasoning["id"], turn.summary)
         if self.reasons:
             output.append(reasoning)
+            if ENCRYPTED in include:
+                self.issued[reasoning["id"]] = reasoning["encrypted_content"]
         if turn.text:
             output.append(_message(f"msg_{n}", turn.text))
         for k in range(1, turn.calls + 1):
@@ -502,3 +520,61 @@ def _chat(delta: dict[str, Any], finish: str | None = None) -> str:
     return data({"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 1,
                  "model": "deepseek-test",
                  "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]})  # fmt: skip
+
+
+# -- driving a fake through the real runtime ---------------------------------------------------
+
+
+@attrs.define
+class Looped:
+    """A tool loop's result and the events it reported, in order."""
+
+    result: ToolCallRunResult
+    events: list[RunEvent]
+
+    def streamed(self) -> list[tuple[str, int, str]]:
+        """Reasoning and text as they streamed: (kind, iteration, text)."""
+        return [
+            ("reasoning" if isinstance(e, ReasoningDelta) else "text", e.iteration, e.text)
+            for e in self.events
+            if isinstance(e, ReasoningDelta | MessageDelta)
+        ]
+
+    def usage(self) -> list[Usage | None]:
+        return [e.usage for e in self.events if isinstance(e, IterationFinished)]
+
+
+class _Collect(EventSink):
+    def __init__(self) -> None:
+        self.events: list[RunEvent] = []
+
+    def on_event(self, event: RunEvent, /) -> None:
+        self.events.append(event)
+
+
+ECHO = ToolSpec(
+    "t/echo",
+    "Echo n.",
+    {"type": "object", "properties": {"n": {"type": "integer"}}},
+    lambda inputs: f"n={inputs.get('n')}",
+)
+
+
+async def run_loop(
+    caller: LLMCaller,
+    prompt: str = "Call the tool until you are done.",
+    *,
+    system_prompt: str | None = None,
+    history: Sequence[Message] | None = None,
+) -> Looped:
+    """``prompt`` through the real ``ToolCallingRuntime`` with ``caller`` and the echo
+    tool, within :data:`WAIT_S` per iteration."""
+    registry = ToolRegistry()
+    registry.register(ECHO)
+    sink = _Collect()
+    runtime = ToolCallingRuntime(registry, ToolRunner(registry), caller, max_iterations=10)
+    async with asyncio.timeout(10 * WAIT_S):
+        result = await runtime.arun_tool_loop(
+            prompt, system_prompt=system_prompt, history=history, sink=sink
+        )
+    return Looped(result, sink.events)

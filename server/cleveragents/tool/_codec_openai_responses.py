@@ -188,6 +188,8 @@ def _assistant_items(message: Message, encode: NameEncoder) -> list[JSONObject]:
             sent.add(calls[ref].id)
         elif isinstance(texts.get(ref), str):
             items.append(_text_item(texts[ref], ref if linked else None))
+        else:  # an item that does not go back (reasoning without its content)
+            linked = False
     if message.content and not texts:
         items.insert(0, _text_item(message.content, None))
     items.extend(_call_item(c, encode, None) for c in message.tool_calls if c.id not in sent)
@@ -240,11 +242,16 @@ def _item_done(draft: StreamDraft, key: int, item: Mapping[str, Any]) -> None:
         order.append(item_id)
     match item.get("type"):
         case "reasoning":
+            # Only an item with its encrypted content can go back (store is false).
+            keep = isinstance(item.get("encrypted_content"), str)
+            parts = [str(s.get("text") or "") for s in item.get("summary") or ()]
+            summary = "\n\n".join(part for part in parts if part)
+            if key not in draft.reasoning and not keep and not summary:
+                return  # nothing to read, nothing to send back
             piece = draft.think(key)
-            if not piece.text:  # a stream that sent no summary deltas
-                summary = [s.get("text") or "" for s in item.get("summary") or ()]
-                draft.think(key, "\n\n".join(t for t in summary if t))
-            piece.state = plain(item)
+            if not piece.text and summary:  # a stream that sent no summary deltas
+                draft.think(key, summary)
+            piece.state = plain(item) if keep else None
         case "function_call":
             _start_call(draft, key, item)
             call = draft.call(key)
