@@ -30,6 +30,9 @@ PUBLIC: dict[str, set[str]] = {
         "ToolRegistry", "ToolRunner", "ToolSchema", "ToolSpec", "ToolTimeoutError", "Usage",
         "error_classes", "output_text", "register_codec", "NAME_LEAD", "Codec", "NameEncoder",
         "ProviderMessages", "StreamDraft", "ToolDeclaration",
+        "BYTES_PER_TOKEN", "Compacted", "ContextPolicy", "ContextUsage",
+        "ContextWindowExceededError", "HistoryProcessor", "HistoryRewritten", "LimitReason",
+        "OutputKeeper", "UsageLimits",
     },
     "cleveragents.workspace": {
         "BUILTIN_PROFILES", "BWRAP_ENV", "DEFAULT_PROFILE", "AskCallback", "AutomationProfile",
@@ -42,6 +45,8 @@ PUBLIC: dict[str, set[str]] = {
         "ModelConfigError", "ModelProviderError", "ModelSource", "ModelSpec", "ReasoningSettings", "ScriptedModel",
         "create_caller", "parse_model_spec", "resolve_model_spec", "Provider", "get_provider",
         "providers", "register_provider", "log_scrubber",
+        "DEFAULT_WINDOW", "ContextOverflowError", "KnownModel", "find_model", "known_models",
+        "register_model",
     },
     "cleveragents.protocol": {
         "BY_NAME", "MAX_BODY", "METHODS", "PROTOCOL_VERSION", "RUN_EVENTS", "EventEncoder",
@@ -77,7 +82,7 @@ PUBLIC: dict[str, set[str]] = {
         "MAX_TOOL_OUTPUT_BYTES", "AskUser", "CapabilityError", "CollectorPolicy",
         "McpServerState", "McpServers", "PermissionPrompt", "RunHandle", "RunObserver",
         "RunRequest", "RunRequestError", "RunService", "RunSettings", "StateDirError",
-        "model_spec", "prepare_process", "reserved",
+        "model_spec", "prepare_process", "reserved", "CompactionSettings",
     },
     "cleveragents.rpc": {
         "CANCEL_REQUEST", "EXIT_CODES", "HIGH_WATER", "LOW_WATER", "MAX_DEPTH", "CurrentPeer",
