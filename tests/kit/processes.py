@@ -3,8 +3,10 @@ they exit within a bound (waited for by pidfd, no polling)."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import select
+import signal
 from pathlib import Path
 
 
@@ -37,3 +39,10 @@ def still_running(pids: list[int], timeout: float = 5.0) -> list[int]:
         finally:
             os.close(fd)
     return alive
+
+
+def kill_all(pids: list[int]) -> None:
+    """SIGKILL what a failed test left behind (a pid already gone is no error)."""
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, signal.SIGKILL)

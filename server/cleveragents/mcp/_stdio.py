@@ -1,5 +1,10 @@
 """The stdio transport of an MCP server: spawn it, frame its stdout, feed its stdin,
-notice its death, and stop it with its whole process group.
+notice its death, and stop it with its whole process tree.
+
+On Linux the server runs behind a reaper (``_reaper``, a child subreaper): the server's
+descendants stay its descendants whatever sessions they make, and all of them end when
+the server ends or is stopped, ``setsid`` ones included, also when the daemon itself is
+killed. Elsewhere the server's process group is what is killed.
 
 Written here rather than taken from the SDK's ``stdio_client`` for three reasons:
 - the environment is exactly the caller's (the SDK adds ``HOME``, ``PATH``, ``USER``...
@@ -19,7 +24,9 @@ import logging
 import os
 import signal
 import subprocess
+import sys
 from collections.abc import AsyncIterator, Mapping, Sequence
+from pathlib import Path
 
 import anyio
 import anyio.abc
@@ -44,6 +51,17 @@ EXIT_AFTER_EOF_S = 1.0
 """How long to wait for an exit code once stdout has ended."""
 EOF_AFTER_EXIT_S = 0.5
 """How long stdout may stay open after the process exited (a child holding it)."""
+REAPER = Path(__file__).with_name("_reaper.py")
+REAPER_STOP_S = 3.0
+"""How long the reaper gets to end the server's tree once asked (its own grace between
+SIGTERM and SIGKILL is 1 s), before it and the server's group are SIGKILLed."""
+REPORT_S = 10.0
+"""How long the reaper may take to say whether the server started."""
+
+
+def reaper_available() -> bool:
+    """Whether servers run behind the reaper here (Linux, with the reaper's file)."""
+    return sys.platform.startswith("linux") and REAPER.is_file()
 
 
 @attrs.define(eq=False)
@@ -53,6 +71,9 @@ class StdioChannel:
     read_stream: MemoryObjectReceiveStream[SessionMessage | Exception]
     write_stream: MemoryObjectSendStream[SessionMessage]
     process: anyio.abc.Process
+    """The reaper when there is one (its exit status is the server's), else the server."""
+    server_pid: int | None = None
+    """The server's own pid (its process group's id), behind a reaper."""
     closed: anyio.Event = attrs.field(factory=anyio.Event)
     """Set when the server's stdout ended or the process exited: the connection is over."""
     exited: anyio.Event = attrs.field(factory=anyio.Event)
@@ -87,28 +108,48 @@ async def stdio_channel(
     cwd: str | None,
     log: ServerLog,
 ) -> AsyncIterator[StdioChannel]:
-    """Spawn ``command`` in a new session (its own process group) with exactly ``env``.
+    """Spawn ``command`` with exactly ``env``: behind the reaper, in a new session, when
+    :func:`reaper_available`; else itself in a new session (its own process group).
 
     Raises ``OSError`` when it cannot be spawned. On exit, closes its stdin, gives it
-    ``STDIN_CLOSE_GRACE_S`` to exit, then SIGTERMs and SIGKILLs the group; whatever is
-    left in the group is killed even when the leader exited by itself.
+    ``STDIN_CLOSE_GRACE_S`` to exit, then asks the reaper to end its tree (SIGTERM, then
+    SIGKILL), or SIGTERMs and SIGKILLs its group when there is no reaper.
     """
+    argv = [command, *args]
+    report_r = report_w = -1
+    if reaper_available():
+        report_r, report_w = os.pipe()
+        argv = [sys.executable, "-I", "-S", str(REAPER), str(os.getpid()), str(report_w), "--",
+                *argv]  # fmt: skip
     errlog = log.open_for_child(" ".join([command, *args]).replace("\n", " ")[:500])
     try:
         process = await anyio.open_process(
-            [command, *args],
+            argv,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=errlog,
             env=dict(env),
             cwd=cwd,
             start_new_session=True,
+            pass_fds=(report_w,) if report_w != -1 else (),
         )
+    except BaseException:
+        if report_r != -1:
+            os.close(report_r)
+        raise
     finally:
         errlog.close()
+        if report_w != -1:
+            os.close(report_w)
+    server_pid = None
+    if report_r != -1:
+        try:
+            server_pid = await _spawn_report(report_r, process, command)
+        finally:
+            os.close(report_r)
     read_send, read_stream = anyio.create_memory_object_stream[SessionMessage | Exception](0)
     write_stream, write_receive = anyio.create_memory_object_stream[SessionMessage](0)
-    channel = StdioChannel(read_stream, write_stream, process)
+    channel = StdioChannel(read_stream, write_stream, process, server_pid)
     pump = _Pump(name, channel, read_send, write_receive, log)
     async with anyio.create_task_group() as tasks:
         tasks.start_soon(pump.read_stdout)
@@ -243,7 +284,8 @@ class _Pump:
             await self.read_send.aclose()
 
     async def shutdown(self) -> None:
-        """Close stdin, wait, then SIGTERM and SIGKILL the process group (bounded)."""
+        """Close stdin, wait, then end the process tree (bounded): through the reaper when
+        there is one, else by SIGTERM and SIGKILL to the server's process group."""
         channel = self.channel
         channel.write_stream.close()
         with anyio.move_on_after(0.5):
@@ -254,6 +296,37 @@ class _Pump:
                 await process.stdin.aclose()
         with anyio.move_on_after(STDIN_CLOSE_GRACE_S):
             await channel.exited.wait()
+        if channel.server_pid is not None:
+            await self._stop_reaper(channel.server_pid)
+        else:
+            await self._stop_group()
+        channel.closed.set()
+        with anyio.move_on_after(SIGNAL_GRACE_S):
+            await process.aclose()
+        channel.read_stream.close()
+
+    async def _stop_reaper(self, server_pid: int) -> None:
+        """SIGTERM to the reaper, which ends the whole tree; SIGKILL to it and to the
+        server's group if it has not within ``REAPER_STOP_S``."""
+        channel = self.channel
+        if channel.exited.is_set():
+            return
+        _signal(channel.process.pid, signal.SIGTERM)
+        with anyio.move_on_after(REAPER_STOP_S):
+            await channel.exited.wait()
+        if not channel.exited.is_set():
+            logger.warning(
+                "MCP server %s: its process reaper (pid %d) did not end it in %g s; killing",
+                self.name, channel.process.pid, REAPER_STOP_S,
+            )  # fmt: skip
+            _signal_group(server_pid, signal.SIGKILL)
+            _signal(channel.process.pid, signal.SIGKILL)
+            with anyio.move_on_after(SIGNAL_GRACE_S):
+                await channel.exited.wait()
+
+    async def _stop_group(self) -> None:
+        channel = self.channel
+        process = channel.process
         for sig in (signal.SIGTERM, signal.SIGKILL):
             if channel.exited.is_set():
                 break
@@ -263,10 +336,37 @@ class _Pump:
         if not channel.exited.is_set():
             logger.warning("MCP server %s (pid %d) outlived SIGKILL", self.name, process.pid)
         _signal_group(process.pid, signal.SIGKILL)  # whatever the leader left behind
-        channel.closed.set()
-        with anyio.move_on_after(SIGNAL_GRACE_S):
-            await process.aclose()
-        channel.read_stream.close()
+
+
+async def _spawn_report(fd: int, process: anyio.abc.Process, command: str) -> int | None:
+    """The server's pid, as the reaper reports it; ``OSError`` when it could not be
+    spawned (the reaper exits then). ``None`` when the reaper said nothing (it failed
+    to start: it is killed, and the error is the reaper's exit)."""
+    data = b""
+    with anyio.move_on_after(REPORT_S):
+        while not data.endswith(b"\n"):
+            await anyio.wait_readable(fd)
+            chunk = os.read(fd, 64)
+            if not chunk:
+                break
+            data += chunk
+    words = data.split()
+    if len(words) == 2 and words[0] == b"0" and words[1].isdigit():
+        return int(words[1])
+    with contextlib.suppress(ProcessLookupError):
+        process.kill()
+    with anyio.move_on_after(SIGNAL_GRACE_S):
+        await process.wait()
+    await process.aclose()
+    if len(words) == 1 and words[0].isdigit():
+        code = int(words[0])
+        raise OSError(code, os.strerror(code), command)
+    raise OSError(f"the process reaper did not start (exit status {process.returncode})")
+
+
+def _signal(pid: int, sig: signal.Signals) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.kill(pid, sig)
 
 
 def _signal_group(pid: int, sig: signal.Signals) -> None:
