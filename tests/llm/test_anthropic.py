@@ -190,6 +190,10 @@ async def test_cache_breakpoints_mark_tools_system_and_the_last_two_turns_by_def
     ]  # fmt: skip
     await caller(server)(make_request(history, [READ, OTHER]))
     body = server.requests[0].body
+    # No reasoning: no thinking field, no beta, the default max_tokens.
+    assert set(body) == {"model", "max_tokens", "stream", "system", "messages", "tools"}
+    assert body["max_tokens"] == 4096
+    assert "anthropic-beta" not in server.requests[0].headers
     assert body["system"] == [marked({"type": "text", "text": "Be brief."})]
     assert [t.get("cache_control") for t in body["tools"]] == [None, {"type": "ephemeral"}]
     assert body["messages"] == [

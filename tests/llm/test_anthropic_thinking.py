@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from cleveragents.llm.builtin import anthropic as adapter
 from cleveragents.runs import RunRequest, RunService, RunSettings
 from cleveragents.tool import (
     IterationFinished,
@@ -282,3 +283,38 @@ async def test_a_conversation_continued_on_another_model_drops_the_thinking_and_
     history = claude.requests[-1].body["messages"]
     assert "thinking" not in [t for m in history for t in types_of(m)]
     assert history[1]["content"][0]["text"].startswith("<thinking>\nI should echo one first.")
+
+
+WIDE = [
+    Turn(thinking=("One first.",), calls=(("t__echo", {"n": 0}),)),
+    Turn(thinking=("Now twelve at once.",), calls=tuple(("t__echo", {"n": n}) for n in range(12))),
+]
+
+
+@pytest.mark.parametrize("previous_turn_marked", [True, False], ids=["default", "last-only"])
+async def test_an_iteration_of_many_blocks_still_reads_the_previous_prefix(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    previous_turn_marked: bool,
+) -> None:
+    """Twelve parallel calls add 26 blocks, past the 20 the API looks back from a
+    breakpoint: the breakpoint on the message two before the last (where the previous
+    request put its own) is what still finds the previous prefix in the cache."""
+    if not previous_turn_marked:
+        real = adapter.mark_breakpoints
+
+        def last_only(system: Any, tools: Any, messages: list[dict[str, Any]]) -> Any:
+            return real(system, tools, messages[-1:])
+
+        monkeypatch.setattr(adapter, "mark_breakpoints", last_only)
+    fake = FakeAnthropic(WIDE, final=ANSWER)
+    with LoopbackServer(respond=fake) as server:
+        result, _ = await run(tmp_path, spec(server, reasoning={"budgetTokens": 2048}))
+    assert result.status == "completed"
+    before, wide = fake.served[1].usage, fake.served[2].usage
+    tools_and_system = fake.served[0].usage["cache_creation_input_tokens"]
+    if previous_turn_marked:
+        assert wide["cache_read_input_tokens"] == sum(before.values())
+    else:  # only the tools and the system prompt are found again
+        assert 0 < wide["cache_read_input_tokens"] < sum(before.values())
+        assert wide["cache_read_input_tokens"] <= tools_and_system
