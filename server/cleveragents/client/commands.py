@@ -163,11 +163,12 @@ class Terminal:
 
     def writer(self) -> Output | None:
         """The terminal for writing (questions, when the view's own stream for them is
-        not a terminal)."""
+        not a terminal); ``None`` when it cannot be opened for writing."""
         try:
-            self._writer = open(os.dup(self.fd), "w", encoding="utf-8", errors="replace")  # noqa: SIM115
+            fd = os.open("/dev/tty", os.O_WRONLY | os.O_NOCTTY)
         except OSError:
             return None
+        self._writer = open(fd, "w", encoding="utf-8", errors="replace")  # noqa: SIM115
         return Output(self._writer)
 
     def close(self) -> None:
