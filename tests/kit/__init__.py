@@ -11,6 +11,8 @@ import this package and never each other (``pythonpath = ["tests"]`` puts it on 
 - ``tcp``: ``serve --tcp`` on a port the daemon picks.
 - ``inprocess``: the real dispatcher in process, and a fake peer for the run manager.
 - ``acp``: a small ACP client for ``serve --protocol acp``.
+- ``acp_inprocess``: the real ACP agent behind its dispatcher, in process (for fuzzing).
+- ``probes``: a cheap request timed while an attack goes on (median within 100 ms).
 - ``cli``: the real ``cleveragents`` command with a clean environment.
 - ``mcp``: the MCP test servers, started and always stopped.
 

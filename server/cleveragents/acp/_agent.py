@@ -26,7 +26,7 @@ from . import _mapping as mp
 from ._params import invalid, mcp_entries, root_directory
 from ._rpc import AcpDispatcher
 from ._session import Session, Turn
-from ._store import SessionStore, valid_session_id
+from ._store import SessionStore, Unreadable, valid_session_id
 
 logger = logging.getLogger(__name__)
 
@@ -206,18 +206,52 @@ class AcpAgent:
         return {"sessionId": session.id, **self._state(session)}
 
     async def _reopen(self, params: dict[str, Any]) -> Session:
+        """A saved session, checked as ``session/new`` checks a new one before anything
+        of it starts (see :meth:`_restored`)."""
         session_id = params.get("sessionId")
         if not isinstance(session_id, str) or not valid_session_id(session_id):
             raise invalid("params.sessionId", "expected a session id")
         if session_id in self.sessions:
             return self.sessions[session_id]
-        meta = self.store.load(session_id)
-        if meta is None:
+        found = await asyncio.to_thread(self.store.read, session_id)
+        if found is None:
             raise RpcError(RESOURCE_NOT_FOUND, f"unknown session {session_id!r}")
+        if isinstance(found, Unreadable):
+            raise RpcError(
+                RESOURCE_NOT_FOUND, f"session {session_id!r} cannot be loaded: {found.reason}"
+            )
+        meta = self._restored(found, params)
+        session = await self._open(meta, meta["mcpServers"])
+        self.store.save(meta)
+        return session
+
+    def _restored(self, meta: dict[str, Any], params: dict[str, Any]) -> dict[str, Any]:
+        """A signed session's settings checked again as ``session/new`` checks them: its
+        cwd (which the request's must match, as ACP says) and directories are roots a
+        session may have today, its mode a known profile (else the default, never a more
+        permissive one), and its MCP servers the client's: those of the request when it
+        sends them, else those it sent before, as the signature vouches."""
+        requested = params.get("cwd")
+        asked = root_directory(requested, "params.cwd") if requested is not None else None
+        cwd = root_directory(meta["cwd"], "the session's cwd")
+        if asked is not None and asked != cwd:
+            raise invalid("params.cwd", f"{requested!r} is not the session's cwd {cwd!r}")
+        extra_raw = params.get("additionalDirectories")
+        field = "params.additionalDirectories"
+        if not extra_raw:  # omitted or empty: the session's own, checked again
+            extra_raw, field = meta.get("additionalDirectories", []), "the session's directories"
+        if not isinstance(extra_raw, list):
+            raise invalid(field, "expected a list")
+        extra = [root_directory(d, f"{field}[{i}]") for i, d in enumerate(extra_raw)]
+        mode = meta["mode"]
+        if mode not in BUILTIN_PROFILES:
+            logger.warning("session %s: unknown mode %r, loaded as %s", meta["sessionId"],
+                           mode, DEFAULT_PROFILE)  # fmt: skip
+            mode = DEFAULT_PROFILE
         mcp_raw = params.get("mcpServers")
-        if mcp_raw is not None:
-            meta["mcpServers"] = mcp_raw
-        return await self._open(meta, meta.get("mcpServers"))
+        servers = mcp_raw if mcp_raw is not None else meta.get("mcpServers", [])
+        return {**meta, "cwd": cwd, "additionalDirectories": extra, "mode": mode,
+                "mcpServers": servers}  # fmt: skip
 
     async def load_session(self, params: dict[str, Any]) -> Any:
         session = await self._reopen(params)
@@ -235,8 +269,11 @@ class AcpAgent:
         return {}
 
     async def list_sessions(self, params: dict[str, Any]) -> Any:
+        """The sessions that load. A session file that does not (unsigned, planted, of
+        the wrong shape) is not offered as a session, which the client would fail to
+        load; it is named in ``_meta.cleveragents.unreadableSessions`` with why."""
         cwd = params.get("cwd")
-        metas = await asyncio.to_thread(self.store.all)
+        metas, unreadable = await asyncio.to_thread(self.store.listing)
         rows = [
             {"sessionId": m["sessionId"], "cwd": m["cwd"], "title": m.get("title"),
              "updatedAt": m.get("updatedAt")}
@@ -244,7 +281,12 @@ class AcpAgent:
             if cwd is None or m.get("cwd") == cwd
         ]  # fmt: skip
         rows.sort(key=lambda r: r.get("updatedAt") or "", reverse=True)
-        return {"sessions": rows}
+        reply: dict[str, Any] = {"sessions": rows}
+        bad = [{"sessionId": u.session_id, "reason": u.reason}
+               for u in unreadable if cwd is None or u.cwd == cwd]  # fmt: skip
+        if bad:
+            reply["_meta"] = {"cleveragents": {"unreadableSessions": bad}}
+        return reply
 
     def _set(self, session: Session, config_id: str, value: Any) -> None:
         if config_id == "mode":
