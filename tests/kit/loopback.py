@@ -140,6 +140,9 @@ def _handler_for(server: LoopbackServer) -> type[BaseHTTPRequestHandler]:
 
         def setup(self) -> None:
             super().setup()
+            # Replies go out in several writes; with Nagle on, each waits for the
+            # client's delayed ACK (40 ms on loopback), which tests would then measure.
+            self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             with server._lock:
                 server.connections += 1
 

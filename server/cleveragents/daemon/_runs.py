@@ -18,7 +18,9 @@ from ..protocol import RUN_EVENTS, RawJson, unstructure, wire
 from ..rpc import Peer, to_configs
 from ..runs import (
     CapabilityError,
+    CompactionSettings,
     RunRequest,
+    RunRequestError,
     RunService,
     model_spec,
 )
@@ -28,6 +30,7 @@ from ..tool import (
     RunEvent,
     RunFinished,
     RunStarted,
+    UsageLimits,
 )
 from ..transcripts import PROMPT_SUMMARY_MAX, RunNotFoundError
 from ._client_model import ClientModel
@@ -122,6 +125,7 @@ class DaemonRuns:
             mcp_servers=to_configs(params.mcp_servers or [], "params.mcpServers"),
             ask=asker(self.peer, run_id) if self.permissions else None,
             pace=self.peer.pace, model_caller=model_caller,
+            limits=usage_limits(params.limits), compaction=compaction(params.compaction),
         )  # fmt: skip
 
     async def start(self, params: wire.RunParams) -> RawJson:
@@ -220,3 +224,43 @@ class DaemonRuns:
 
     def list_tools(self, params: wire.ListToolsParams) -> wire.ListToolsResult:
         return self.tools.list(params)
+
+
+_LIMIT_FIELDS = ("max_tool_calls", "deadline_ms", "max_input_tokens", "max_output_tokens",
+                 "max_total_tokens")  # fmt: skip
+
+
+def usage_limits(given: wire.RunLimits | None) -> UsageLimits | None:
+    """``run/start``'s ``limits`` as the core's; a value below 1 names its field."""
+    if given is None:
+        return None
+    for name in _LIMIT_FIELDS:
+        value = getattr(given, name)
+        if value is not None and value < 1:
+            raise RunRequestError(f"limits.{name}", f"must be at least 1, got {value}")
+    deadline = given.deadline_ms
+    return UsageLimits(
+        max_tool_calls=given.max_tool_calls,
+        deadline_s=deadline / 1000 if deadline is not None else None,
+        max_input_tokens=given.max_input_tokens,
+        max_output_tokens=given.max_output_tokens,
+        max_total_tokens=given.max_total_tokens,
+    )
+
+
+def compaction(given: wire.CompactionSettings | None) -> CompactionSettings:
+    """``run/start``'s ``compaction`` as the run service's; bad values name their field."""
+    if given is None:
+        return CompactionSettings()
+    share = given.compact_at
+    if share is not None and not 0 < share <= 1:
+        raise RunRequestError("compaction.compact_at", f"must be in (0, 1], got {share}")
+    keep = given.keep_recent_iterations
+    if keep is not None and keep < 0:
+        raise RunRequestError("compaction.keep_recent_iterations", f"must be >= 0, got {keep}")
+    return CompactionSettings(
+        enabled=given.enabled is not False,
+        compact_at=share if share is not None else 0.8,
+        keep_recent_iterations=keep if keep is not None else 2,
+        model=given.model,
+    )

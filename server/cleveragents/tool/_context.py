@@ -244,9 +244,19 @@ class ContextBudget:
             self._anchor_len = self._pending_len
 
     def rewritten(self) -> None:
-        """The messages were changed in place: estimate them afresh."""
+        """The messages were changed in place by someone else: estimate them afresh."""
         self._sizes.clear()
         self._anchor_tokens = None
+
+    def _rebase(self, messages: Sequence[Message], before: int) -> None:
+        """After a compaction of ours: the measured size less what our estimate says was
+        removed. The estimate undercounts a message's framing, which a compaction mostly
+        keeps (a stub) or removes (a summary): either way the result errs high, never
+        low, and the provider's next count sets it right."""
+        old = sum(self._sizes)
+        self._sizes = [estimate_message_tokens(m) for m in messages]
+        self._anchor_tokens = max(0, before - (old - sum(self._sizes)))
+        self._anchor_len = len(messages)
 
     def iteration_started(self, iteration: int, index: int) -> None:
         self.starts.append((iteration, index))
@@ -293,7 +303,7 @@ class ContextBudget:
             pruned[call_id] = stub
         if not pruned:
             return None
-        self.rewritten()
+        self._rebase(messages, before)
         after = self.estimate(messages, tools)
         return Compaction("prune", before, after, 0, pruned)
 
@@ -356,7 +366,7 @@ class ContextBudget:
         shift = len(new) - len(messages)
         messages[:] = new
         self.starts = [(it, i + shift) for it, i in self.starts if i >= start]
-        self.rewritten()
+        self._rebase(messages, before)
         after = self.estimate(messages, tools)
         return Compaction(
             "summary", before, after, len(chosen), summary=summary_message.content,
