@@ -17,9 +17,17 @@ from cleveragents.workspace import (
     ProfilePolicy,
     ShellTool,
     get_profile,
+    profiles,
 )
 
 OBJECT: dict[str, Any] = {"type": "object"}
+
+
+@pytest.fixture(autouse=True)
+def _as_a_user(monkeypatch: pytest.MonkeyPatch) -> None:
+    """These decisions are a user's: as root, an unconfined shell is refused by every
+    profile that does not opt in (test_shell_as_root.py), whoever runs the tests."""
+    monkeypatch.setattr(profiles, "running_as_root", lambda: False)
 
 
 def tool(name: str, kind: str | None = None, **kw: Any) -> ToolSpec:

@@ -24,6 +24,7 @@ from cleveragents.workspace import (
     ShellTool,
     WorkspaceLimits,
     builtin_tools,
+    profiles,
 )
 
 
@@ -101,7 +102,10 @@ def test_a_declined_write_is_a_failed_record_saying_so(sandbox: Sandbox) -> None
     assert not (sandbox.root / "x.txt").exists()
 
 
-def test_ci_refuses_an_unconfined_shell_in_a_run(sandbox: Sandbox) -> None:
+def test_ci_refuses_an_unconfined_shell_in_a_run(
+    sandbox: Sandbox, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(profiles, "running_as_root", lambda: False)  # as root: refused anyway
     turns = [calls(("builtin/shell", {"command": "touch ran"})), {"content": ""}]
     [record] = run(runtime(turns, ShellTool(bwrap=None), ProfilePolicy("ci")), sandbox, "sync")
     assert record.success is False

@@ -4,7 +4,10 @@ A profile maps each tool kind (``spec.kind``: ``read``, ``write`` or ``execute``
 client tool without annotations counts as ``write``) to ``allow``, ``ask`` or ``deny``.
 Two flags refine it: ``requires_confined_shell`` (an unconfined ``builtin/shell`` is
 never allowed outright: ``allow`` becomes ``ask``) and ``never_ask`` (what would be asked
-is denied; nobody is waiting to answer).
+is denied; nobody is waiting to answer). A third, ``unconfined_root``, is off in every
+built-in profile: while the daemon runs as root, an unconfined ``builtin/shell`` is
+refused outright (never asked), since it would act as root on the whole machine; only
+a custom profile that sets ``unconfined_root: true`` lets it run.
 
 | profile    | read  | write | execute | unconfined shell | never asks | meaning              |
 |------------|-------|-------|---------|------------------|------------|----------------------|
@@ -38,6 +41,7 @@ import attrs
 from cleveragents.tool import Decision, PermissionQuery, ToolKind, ToolSpec
 
 from ._errors import ProfileError
+from ._setid import running_as_root
 
 AskCallback = Callable[[PermissionQuery, str], Awaitable[str]]
 """``ask(query, reason)`` returns a :data:`~cleveragents.tool.PermissionOutcome`, or
@@ -56,7 +60,7 @@ DEFAULT_PROFILE = "supervised"
 
 _DECISIONS: tuple[str, ...] = get_args(Decision)
 _KINDS: tuple[str, ...] = get_args(ToolKind)
-_FLAGS = ("requires_confined_shell", "never_ask")
+_FLAGS = ("requires_confined_shell", "never_ask", "unconfined_root")
 
 
 def _decision(_inst: object, attribute: attrs.Attribute[str], value: str) -> None:
@@ -76,6 +80,8 @@ class AutomationProfile:
     execute: Decision = attrs.field(validator=_decision)
     requires_confined_shell: bool = False
     never_ask: bool = False
+    unconfined_root: bool = False
+    """Let ``builtin/shell`` run unconfined while the daemon runs as root (else refused)."""
     description: str = ""
 
     def decision(self, kind: ToolKind) -> Decision:
@@ -125,8 +131,8 @@ BUILTIN_PROFILES: Mapping[str, AutomationProfile] = {
 def parse_profile(name: str, fields: Mapping[str, object]) -> AutomationProfile:
     """Build a custom profile from ``{"read": ..., "write": ..., "execute": ...}``.
 
-    Optional keys: ``requires_confined_shell`` and ``never_ask`` (booleans),
-    ``description``. Unknown keys and missing kinds are errors.
+    Optional keys: ``requires_confined_shell``, ``never_ask`` and ``unconfined_root``
+    (booleans), ``description``. Unknown keys and missing kinds are errors.
     """
     if not isinstance(fields, Mapping):
         raise ProfileError(f"custom profile {name!r} must be a mapping")
@@ -159,6 +165,7 @@ def parse_profile(name: str, fields: Mapping[str, object]) -> AutomationProfile:
         execute=decisions["execute"],  # type: ignore[arg-type]
         requires_confined_shell=flags["requires_confined_shell"],
         never_ask=flags["never_ask"],
+        unconfined_root=flags["unconfined_root"],
         description=str(description),
     )
 
@@ -220,7 +227,10 @@ class ProfilePolicy:
                 f"tools: {spec.name} was not run"
             )
         probe = self._confinement_probe(spec)
-        if decision == "allow" and (probe is None or not self.profile.requires_confined_shell):
+        # As root, a shell's confinement is checked whatever the decision.
+        root_check = probe is not None and not self.profile.unconfined_root and running_as_root()
+        needs_probe = probe is not None and self.profile.requires_confined_shell
+        if decision == "allow" and not root_check and not needs_probe:
             return None
         return self._decide(query, decision, kind, probe)
 
@@ -250,7 +260,13 @@ class ProfilePolicy:
             confined = probe()
             if inspect.isawaitable(confined):
                 confined = await confined
-            if decision == "allow" and confined:
+            if not confined and not self.profile.unconfined_root and running_as_root():
+                return (
+                    f"{spec.name} would run UNCONFINED (no working bubblewrap) as root, "
+                    f"with root's power over the whole machine; profile '{name}' does not "
+                    "allow that (a custom profile with unconfined_root: true does): not run"
+                )
+            if decision == "allow" and (confined or not self.profile.requires_confined_shell):
                 return None
             if not confined:
                 if decision == "allow" and self.profile.never_ask:

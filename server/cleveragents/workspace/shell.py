@@ -27,7 +27,11 @@ up (a bind that fails, an option it lacks) exits 1 before running anything; the 
 fails with bwrap's own message instead of reporting the command confined.
 
 In both modes: the working directory is the sandbox root, stdin is empty, and each of
-stdout/stderr is capped (head and tail kept, the middle replaced by a marker). The
+stdout/stderr is capped (head and tail kept, the middle replaced by a marker). No command
+gains privileges through a setuid or setgid file (bubblewrap sets ``no_new_privs``; an
+unconfined command runs under ``setpriv --no-new-privs`` when ``setpriv`` is there), and
+after a command run as root the files it left lose their setuid and setgid bits
+(:mod:`~cleveragents.workspace._setid`). The
 command's whole process group is killed when the command ends, whether it timed out, was
 cancelled or exited normally, so a background job (``sleep 1000 &``) does not outlive it
 (:mod:`~cleveragents.workspace._process`, :mod:`~cleveragents.workspace._capture`).
@@ -48,9 +52,12 @@ This module knows nothing of profiles or the runner.
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
+import shutil
 import signal
 import threading
+import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -73,6 +80,7 @@ from ._limits import WorkspaceLimits
 from ._pinned import denied_beneath, root_descriptor
 from ._process import KILL_GRACE_S, exited, terminate
 from ._sandbox import sandbox_root
+from ._setid import MAX_SETID_SCAN_ENTRIES, SetidSweep, running_as_root, strip_setid
 from ._shell_env import (
     BASE_ENV_NAMES,
     DEFAULT_PATH,
@@ -81,6 +89,8 @@ from ._shell_env import (
     default_env,
     protect_process,
 )
+
+logger = logging.getLogger(__name__)
 
 __all__ = [
     "BASE_ENV_NAMES",
@@ -139,6 +149,7 @@ class ShellTool:
         self._lock = threading.Lock()
         self._confinement: Confinement | None = None
         self._userns = True
+        self._setpriv: str | None = None
 
     def set_pass_env(self, names: Sequence[str]) -> None:
         """Replace the pass-through list (``ValueError`` for a name that is not one);
@@ -168,6 +179,7 @@ class ShellTool:
         confinement, self._userns = probe(
             self._bwrap_choice, self.hidden_paths, self.extra_ro_paths
         )
+        self._setpriv = shutil.which("setpriv")
         return confinement
 
     def bwrap_argv(
@@ -193,6 +205,8 @@ class ShellTool:
         confined = confinement.confined and confinement.bwrap is not None
         # Read back after the exit: did the command get inside the sandbox at all?
         started_r, started_w = os.pipe() if confined else (-1, -1)
+        sweep = SetidSweep()
+        as_root, since_ns = running_as_root(), time.time_ns()
         try:
             ran = await self._run(root, command, confinement, started_w, timeout_ms)
             if confined and not marked(started_r):
@@ -204,7 +218,9 @@ class ShellTool:
             for fd in (started_r, started_w):
                 if fd != -1:
                     os.close(fd)
-        return self._output(ran, confinement)
+            if as_root:  # also after a timeout or a cancel: what was left is left
+                sweep = await asyncio.shield(asyncio.to_thread(_sweep, root, since_ns))
+        return self._output(ran, confinement, sweep)
 
     def _arguments(self, inputs: dict[str, JSONValue]) -> tuple[str, int]:
         """The command, and its timeout in ms, clamped to ``max_shell_timeout_ms``."""
@@ -244,8 +260,11 @@ class ShellTool:
         await terminate(proc, tasks)
         return _Ran(proc, out_cap, err_cap, out_task.done() and err_task.done())
 
-    def _output(self, ran: _Ran, confinement: Confinement) -> dict[str, JSONValue]:
-        """The tool's output, with a note on what was cut and on a missing confinement."""
+    def _output(
+        self, ran: _Ran, confinement: Confinement, sweep: SetidSweep
+    ) -> dict[str, JSONValue]:
+        """The tool's output, with a note on what was cut, on a missing confinement and
+        on setuid or setgid bits taken off."""
         out, err = ran.out.result(), ran.err.result()
         code = ran.proc.returncode if ran.proc.returncode is not None else -signal.SIGKILL
         notes = []
@@ -259,6 +278,17 @@ class ShellTool:
                 f"NOT CONFINED: {confinement.reason}; the command ran with the daemon's "
                 "own access to the filesystem and the network, and could read whatever "
                 "the daemon can, its environment included"
+            )
+        if sweep.stripped:
+            shown = ", ".join(sweep.stripped[:10]) + (", ..." if len(sweep.stripped) > 10 else "")
+            notes.append(
+                f"took the setuid/setgid bits off {len(sweep.stripped)} file(s) the command "
+                f"left ({shown}): made as root, they would run as root for anyone"
+            )
+        if not sweep.complete:
+            notes.append(
+                f"the check for setuid/setgid files stopped after {MAX_SETID_SCAN_ENTRIES} "
+                "entries of the sandbox root; files beyond were not checked"
             )
         if out.truncated or err.truncated:
             notes.append(
@@ -292,6 +322,8 @@ class ShellTool:
                 pass_fds: tuple[int, ...] = (root_fd, started_w)
             else:
                 argv, pass_fds = ["/bin/sh", "-c", command], ()
+                if self._setpriv is not None:  # as bwrap does: no setuid file raises it
+                    argv = [self._setpriv, "--no-new-privs", *argv]
             env = self._env if self._env is not None else default_env(root, self.pass_env)
             spawn = asyncio.ensure_future(
                 asyncio.create_subprocess_exec(
@@ -357,3 +389,18 @@ class ShellTool:
             timeout_s=lim.max_shell_timeout_ms / 1000 + 30,
             metadata={"confinement": self.is_confined},
         )
+
+
+def _sweep(root: str, since_ns: int) -> SetidSweep:
+    """:func:`strip_setid` over the run's pinned root (blocking)."""
+    root_fd = root_descriptor(root)
+    try:
+        sweep = strip_setid(root_fd, since_ns)
+    finally:
+        os.close(root_fd)
+    if sweep.stripped:
+        logger.warning(
+            "took the setuid/setgid bits off %d file(s) a command left under %s: %s",
+            len(sweep.stripped), root, ", ".join(sweep.stripped[:10]),
+        )  # fmt: skip
+    return sweep
