@@ -398,10 +398,11 @@ class FakeAnthropic:
             for text in turn.thinking:
                 shown = "" if omitted else text
                 signature = self._sign(model, shown)
-                events += _block(index, {"type": "thinking", "thinking": "", "signature": ""},
-                                 [{"type": "thinking_delta", "thinking": piece}
-                                  for piece in _halves(shown)]
-                                 + [{"type": "signature_delta", "signature": signature}])  # fmt: skip
+                deltas = [{"type": "thinking_delta", "thinking": p} for p in _halves(shown)]
+                deltas.append({"type": "signature_delta", "signature": signature})
+                events += _block(
+                    index, {"type": "thinking", "thinking": "", "signature": ""}, deltas
+                )
                 issued.append(signature)
                 thought += tokens(text)
                 index += 1
@@ -412,8 +413,8 @@ class FakeAnthropic:
                 thought += tokens(data)
                 index += 1
         if turn.text:
-            events += _block(index, {"type": "text", "text": ""},
-                             [{"type": "text_delta", "text": p} for p in _halves(turn.text)])  # fmt: skip
+            deltas = [{"type": "text_delta", "text": p} for p in _halves(turn.text)]
+            events += _block(index, {"type": "text", "text": ""}, deltas)
             said.append(turn.text)
             index += 1
         for name, arguments in turn.calls:
@@ -421,8 +422,8 @@ class FakeAnthropic:
             self._issued[call_id] = tuple(issued)
             text = json.dumps(arguments)
             start = {"type": "tool_use", "id": call_id, "name": name, "input": {}}
-            events += _block(index, start,
-                             [{"type": "input_json_delta", "partial_json": p} for p in _halves(text)])  # fmt: skip
+            deltas = [{"type": "input_json_delta", "partial_json": p} for p in _halves(text)]
+            events += _block(index, start, deltas)
             said.append(text)
             index += 1
         output = thought + sum(tokens(s) for s in said) + 1
