@@ -63,20 +63,15 @@ CHECKPOINT_COLUMNS = (
 )
 
 CacheKey = tuple[int, int, int, int, int]
-"""size, mtime_ns, ctime_ns, inode, mode of a file when it was read."""
+"""size, mtime_ns, ctime_ns, inode, mode (``st_mode``, type bits included) of a file
+when it was read."""
 CacheEntry = tuple[CacheKey, bytes]
 """A :data:`CacheKey` and the digest of what was read."""
 _INT64 = (1 << 63) - 1
 
 
 def cache_key(info: os.stat_result) -> CacheKey:
-    return (
-        info.st_size,
-        info.st_mtime_ns,
-        info.st_ctime_ns,
-        info.st_ino & _INT64,
-        stat.S_IMODE(info.st_mode),
-    )
+    return (info.st_size, info.st_mtime_ns, info.st_ctime_ns, info.st_ino, info.st_mode)
 
 
 def private_folder(parent_fd: int, name: str, where: Path) -> int:
@@ -294,7 +289,12 @@ class Database:
         changed; any other entry of ``new`` is ``old``'s); the new generation."""
         encode = os.fsencode
         gone = [(encode(path),) for path in old.keys() - new.keys()]
-        changed = [(encode(path), *new[path][0], new[path][1]) for path in added]
+        changed = []
+        for path in added:
+            (size, mtime, ctime, inode, mode), digest = new[path]
+            # SQLite integers are signed 64-bit: a larger inode is stored changed, so
+            # that file is read again next time rather than trusted.
+            changed.append((encode(path), size, mtime, ctime, inode & _INT64, mode, digest))
         run = self.connection
         run.executemany("DELETE FROM stat_cache WHERE path=?", gone)
         run.executemany("INSERT OR REPLACE INTO stat_cache VALUES (?, ?, ?, ?, ?, ?, ?)", changed)

@@ -40,7 +40,6 @@ coarsest common file system clock, FAT's)."""
 _DIRECTORY = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _FILE = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 _GITIGNORE_MAX_BYTES = 1024 * 1024  # as the file tools read it
-_INT64 = (1 << 63) - 1
 _SWAPPED = frozenset({errno.ELOOP, errno.ENOTDIR, errno.EMLINK, errno.ENOENT})
 
 
@@ -168,13 +167,7 @@ class Scan:
             node: Node | None
             if is_file(mode):
                 path = prefix + name
-                key = (
-                    info.st_size,
-                    info.st_mtime_ns,
-                    info.st_ctime_ns,
-                    info.st_ino & _INT64,
-                    mode & 0o7777,
-                )
+                key = (info.st_size, info.st_mtime_ns, info.st_ctime_ns, info.st_ino, mode)
                 cached = old_cache.get(path)
                 if cached is not None and cached[0] == key:
                     # Unchanged since a trusted read: no read, and the last node reused.
@@ -182,8 +175,8 @@ class Scan:
                     files += 1
                     size += key[0]
                     node = before.get(name)
-                    if node is None or node.digest != cached[1] or node.mode != key[4]:
-                        node = Node(FILE, key[4], key[0], cached[1])
+                    if node is None or node.digest != cached[1] or node.mode != mode & 0o7777:
+                        node = Node(FILE, mode & 0o7777, key[0], cached[1])
                 else:
                     node = self._file(fd, name, path, info)
             elif is_dir(mode):
@@ -272,7 +265,7 @@ class Scan:
             self.seen[path] = key
         self.files += 1
         self.bytes += key[0]
-        return Node(FILE, key[4], key[0], digest)
+        return Node(FILE, key[4] & 0o7777, key[0], digest)
 
     def key_of(self, path: str) -> CacheKey | None:
         """The status of the file at ``path`` when this read saw it."""
