@@ -17,6 +17,7 @@ from toolkit import HISTORY, SCHEMAS
 from cleveragents.tool import (
     LLMResponse,
     Message,
+    Reasoning,
     ToolCall,
     ToolCallRouter,
     ToolSchema,
@@ -296,3 +297,93 @@ def test_openai_arguments_split_anywhere_parse_the_same(cuts: list[int]) -> None
     assert accumulator.result().tool_calls == [
         ToolCall("c", "builtin/file-read", json.loads(arguments))
     ]
+
+
+# -- reasoning and usage ---------------------------------------------------------------
+
+
+def test_reasoning_content_streams_as_reasoning_and_remembers_its_field() -> None:
+    accumulator = ToolCallRouter("openai").stream(iteration=1)
+    said = []
+    for delta in (
+        {"role": "assistant", "content": None, "reasoning_content": ""},
+        {"content": None, "reasoning_content": "Read "},
+        {"content": None, "reasoning_content": "it first."},
+        {"content": "Reading.", "reasoning_content": None},
+    ):
+        text = accumulator.feed(_openai_chunk(delta))
+        said.append((accumulator.take_reasoning(), text))
+    accumulator.feed(_openai_chunk({}, finish="stop"))
+    assert said == [("", ""), ("Read ", ""), ("it first.", ""), ("", "Reading.")]
+    assert accumulator.result() == LLMResponse(
+        content="Reading.",
+        stop_reason="stop",
+        reasoning=[Reasoning("Read it first.", {"field": "reasoning_content"})],
+    )
+
+
+def test_a_server_filling_both_reasoning_fields_is_read_once() -> None:
+    accumulator = ToolCallRouter("openai").stream(iteration=1)
+    accumulator.feed(_openai_chunk({"reasoning_content": "Hm.", "reasoning": "Hm."}))
+    accumulator.feed(_openai_chunk({"reasoning": "Ok."}, finish="stop"))
+    assert accumulator.result().reasoning == [Reasoning("Hm.Ok.", {"field": "reasoning_content"})]
+
+
+def test_reasoning_goes_back_in_its_field_on_the_assistant_message() -> None:
+    call = ToolCall("c1", "t", {})
+    history = [
+        Message("assistant", "", [call], reasoning=[Reasoning("Why.", {"field": "reasoning"})]),
+        Message("tool", "ok", tool_call_id="c1"),
+        Message("assistant", "Done.",
+                reasoning=[Reasoning("So.", {"field": "reasoning_content"})]),
+        Message("assistant", "Plain.", reasoning=[Reasoning("Not ours.")]),
+    ]  # fmt: skip
+    assert ToolCallRouter("openai").messages(history).messages == [
+        {"role": "assistant", "content": None, "reasoning": "Why.", "tool_calls": [
+            {"id": "c1", "type": "function", "function": {"name": "t", "arguments": "{}"}}]},
+        {"role": "tool", "tool_call_id": "c1", "content": "ok"},
+        {"role": "assistant", "content": "Done.", "reasoning_content": "So."},
+        {"role": "assistant", "content": "Plain."},
+    ]  # fmt: skip
+
+
+def test_another_models_reasoning_goes_as_text_not_in_the_field() -> None:
+    message = Message(
+        "assistant", "Done.", reasoning=[Reasoning("So.", {"field": "reasoning_content"})],
+        origin="openai:deepseek-reasoner",
+    )  # fmt: skip
+    router = ToolCallRouter("openai", origin="openai:gpt-4o")
+    assert router.messages([message]).messages == [
+        {"role": "assistant", "content": "<thinking>\nSo.\n</thinking>\n\nDone."}
+    ]
+
+
+def test_usage_reads_cached_and_reasoning_tokens_from_the_details() -> None:
+    accumulator = ToolCallRouter("openai").stream(iteration=1)
+    accumulator.feed(_openai_chunk({"content": "x"}, finish="stop"))
+    accumulator.feed({"choices": [], "usage": {
+        "prompt_tokens": 900, "completion_tokens": 300,
+        "prompt_tokens_details": {"cached_tokens": 768, "audio_tokens": 0},
+        "completion_tokens_details": {"reasoning_tokens": 256},
+    }})  # fmt: skip
+    assert accumulator.result().usage == Usage(900, 300, 768, None, 256)
+
+
+def test_usage_takes_deepseeks_cache_hits_when_there_are_no_details() -> None:
+    accumulator = ToolCallRouter("openai").stream(iteration=1)
+    accumulator.feed(_openai_chunk({"content": "x"}, finish="stop"))
+    accumulator.feed({"choices": [], "usage": {
+        "prompt_tokens": 100, "completion_tokens": 5,
+        "prompt_cache_hit_tokens": 64, "prompt_cache_miss_tokens": 36,
+    }})  # fmt: skip
+    assert accumulator.result().usage == Usage(100, 5, cache_read_tokens=64)
+
+
+def test_a_whole_response_keeps_its_reasoning_content() -> None:
+    payload = {"choices": [{"index": 0, "finish_reason": "stop", "message": {
+        "role": "assistant", "content": "Hi", "reasoning_content": "Greet."}}]}  # fmt: skip
+    assert ToolCallRouter("openai").parse_response(payload, iteration=1) == LLMResponse(
+        content="Hi",
+        stop_reason="stop",
+        reasoning=[Reasoning("Greet.", {"field": "reasoning_content"})],
+    )
