@@ -12,8 +12,10 @@ The ``openai`` SDK is an optional extra, imported when a caller is built, never 
 policy, with its bounds and its refusal to repeat streamed text, applies everywhere.
 
 A spec's ``reasoning`` becomes ``reasoning_effort``; without it the body has no
-reasoning field at all. OpenAI's APIs take a level, never a token budget, so
-``budgetTokens`` is refused when the caller is built rather than dropped unseen.
+reasoning field at all. ``summary`` has nothing to map to: OpenAI's chat API streams no
+reasoning, and compatible servers stream theirs unasked (the codec reads it). OpenAI's
+APIs take a level, never a token budget, so ``budgetTokens`` is refused when the caller
+is built rather than dropped unseen.
 """
 
 from __future__ import annotations
