@@ -50,7 +50,8 @@ VALIDATION_BUDGET_S = 0.05
 has used as much CPU time again, the value is refused. So a check holds the thread it
 runs on (the event loop, for a call's arguments) for about 100 ms at most."""
 MAX_VALIDATOR_SOURCE = 2 * 1024 * 1024
-"""Characters of Python source a schema's validator may take; a larger one is refused."""
+"""Characters of Python source a schema's validator may take, indentation aside; a larger
+one is refused."""
 MAX_FUNCTION_SOURCE = 256 * 1024
 """Characters of one generated function (one subschema and everything in it but its
 ``$ref``s); a larger one is refused."""
@@ -156,14 +157,19 @@ def compile_guarded(schema: Mapping[str, Any], key: str) -> CompiledSchema:
     namespace["_perf"] = _perf
     namespace["_late"] = _late
     for chunk in _functions(_with_budget_checks(source)):
-        if len(chunk) > MAX_FUNCTION_SOURCE:
+        if _size(chunk) > MAX_FUNCTION_SOURCE:
             raise SchemaDefinitionError(
                 "",
                 f"is too large to check: one of its parts would need over "
                 f"{_kib(MAX_FUNCTION_SOURCE)} of code (split it with definitions and $ref)",
             )
         exec(compile(chunk, "<schema validator>", "exec"), namespace)
-    return CompiledSchema(namespace[resolver.get_scope_name()], key, len(source))
+    return CompiledSchema(namespace[resolver.get_scope_name()], key, _size(source))
+
+
+def _size(source: str) -> int:
+    """Characters of ``source`` but its indentation."""
+    return sum(len(line.lstrip(" ")) + 1 for line in source.split("\n"))
 
 
 def _kib(size: int) -> str:
@@ -242,7 +248,9 @@ class _Guarded:
 
     def l(self, line: str, *args: Any, **kwds: Any) -> Any:  # noqa: E743 - fastjsonschema's name
         indent = super().l(line, *args, **kwds)  # type: ignore[misc]
-        self._source_size += len(self._code[-1]) + 1  # a merged line counts twice: harmless
+        # Indentation is not counted: it is what a deep schema adds, and Python's own
+        # limit on nesting refuses that one with a clearer word ("nested too deeply").
+        self._source_size += len(self._code[-1].lstrip(" ")) + 1
         if self._source_size > MAX_VALIDATOR_SOURCE:
             raise _TooLarge
         return indent

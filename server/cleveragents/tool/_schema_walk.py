@@ -23,6 +23,11 @@ MAX_SCHEMA_EXPANSION = 100_000
 """Subschemas a schema may hold with every ``$ref`` expanded in place; more is refused
 when the schema is compiled."""
 
+MAX_SCHEMA_DEPTH = 32
+"""Subschemas nested deeper are refused at once: a validator nests Python blocks per
+level, and Python refuses far fewer (about 20 levels of ``items``); a deeper schema
+would only build megabytes of code before that."""
+
 _ONE = ("additionalItems", "additionalProperties", "contains", "propertyNames", "not",
         "if", "then", "else", "items")  # fmt: skip
 _MANY = ("allOf", "anyOf", "oneOf", "items")
@@ -60,11 +65,16 @@ def subschemas(node: Mapping[str, Any]) -> Iterator[tuple[str, Mapping[str, Any]
 
 def compile_patterns(schema: Mapping[str, Any]) -> dict[str, Pattern]:
     """Every ``pattern`` and ``patternProperties`` regex of ``schema``, compiled with
-    RE2; ``SchemaProblem`` naming the first one RE2 cannot run, and where it is."""
+    RE2; ``SchemaProblem`` naming the first one RE2 cannot run, and where it is, or for
+    a schema nested deeper than ``MAX_SCHEMA_DEPTH``."""
     compiled: dict[str, Pattern] = {}
-    pending: list[tuple[str, Mapping[str, Any]]] = [("", schema)]
+    pending: list[tuple[str, int, Mapping[str, Any]]] = [("", 0, schema)]
     while pending:
-        path, node = pending.pop()
+        path, depth, node = pending.pop()
+        if depth > MAX_SCHEMA_DEPTH:
+            raise SchemaProblem(
+                "", f"is nested too deeply to compile (more than {MAX_SCHEMA_DEPTH} levels)"
+            )
         pattern = node.get("pattern")
         if isinstance(pattern, str):
             _compile(compiled, pattern, _join(path, "pattern"))
@@ -72,7 +82,7 @@ def compile_patterns(schema: Mapping[str, Any]) -> dict[str, Pattern]:
         if isinstance(properties, Mapping):
             for key in properties:
                 _compile(compiled, key, _join(path, "patternProperties"))
-        pending.extend((_join(path, step), child) for step, child in subschemas(node))
+        pending.extend((_join(path, step), depth + 1, child) for step, child in subschemas(node))
     return compiled
 
 
