@@ -121,13 +121,13 @@ def main() -> int:
                 diffs.append(ms)
                 previous = checkpoint
             for round_ in range(args.rounds):  # 100 files edited, then put back
-                edit(root, args.files, 100, args.rounds + round_)
+                edited = edit(root, args.files, 100, args.rounds + round_)
                 changed = store.take(label="a hundred edits")
                 ms, restored = timed(
                     lambda c=previous.id, e=changed.id: store.restore(c, expected_id=e),
                     "restore",
                 )
-                assert len(restored.files) == 100, restored
+                assert sorted(f.path for f in restored.files) == sorted(edited), restored
                 restores.append(ms)
                 racy.append(timed(lambda: store.take(label="right after a restore"))[0])
             stored = store.stored_bytes()
