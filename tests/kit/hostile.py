@@ -72,7 +72,9 @@ def nested(depth: int) -> dict[str, Any]:
 def finishes(work: Callable[[], T], bound: float = HANG_BOUND_S) -> T:
     """``work()``'s result (or its exception), run in a thread: ``AssertionError`` if it
     has not finished within ``bound`` seconds (the thread is left to itself; it is a
-    daemon thread, so it cannot keep the test process alive)."""
+    daemon thread, so it cannot keep the test process alive). A backtracking match of
+    Python's ``re`` may hold the interpreter's lock throughout, and then this bound
+    cannot fire either: without the fixes such a test hangs instead of failing here."""
     outcome: list[Any] = []
 
     def run() -> None:
