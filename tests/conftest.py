@@ -20,6 +20,9 @@ def _no_model_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     """Tests name their model; a developer's CLEVERAGENTS_MODEL must not leak in (the
     daemon subprocesses inherit this environment)."""
     monkeypatch.delenv("CLEVERAGENTS_MODEL", raising=False)
+    # Nor a key a developer stored with `cleveragents keys`: no test reads or writes the
+    # OS keyring (tests of the keyring store name a fake backend).
+    monkeypatch.setenv("PYTHON_KEYRING_BACKEND", "keyring.backends.null.Keyring")
 
 
 @pytest.fixture

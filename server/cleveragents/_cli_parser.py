@@ -8,6 +8,7 @@ when help is shown).
 from __future__ import annotations
 
 import argparse
+import re
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +28,27 @@ def _positive(value: str) -> int:
     if number < 1:
         raise argparse.ArgumentTypeError(f"must be at least 1, got {number}")
     return number
+
+
+_DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)([hms])")
+_UNIT_SECONDS = {"h": 3600, "m": 60, "s": 1}
+
+
+def duration_seconds(value: str) -> float:
+    """``--deadline``: seconds as ``90``, ``90s``, ``1.5m``, ``5m``, ``1h`` or ``1h30m``."""
+    text = value.strip().lower()
+    seconds: float | None = None
+    if re.fullmatch(r"\d+(?:\.\d+)?", text):
+        seconds = float(text)
+    elif text and "".join(m.group() for m in _DURATION_PART.finditer(text)) == text:
+        seconds = sum(float(n) * _UNIT_SECONDS[u] for n, u in _DURATION_PART.findall(text))
+    if seconds is None:
+        raise argparse.ArgumentTypeError(
+            f"expected a duration such as 90 (seconds), 90s, 5m, 1h or 1h30m, got {value!r}"
+        )
+    if seconds <= 0:
+        raise argparse.ArgumentTypeError(f"must be more than 0 seconds, got {value!r}")
+    return seconds
 
 
 def _log_level(value: str) -> str:
@@ -84,6 +106,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_runs(sub)
     config = sub.add_parser("config", help="the effective settings and where each comes from")
     config.add_argument("--json", action="store_true")
+    _add_models_and_keys(sub)
     _add_serve(sub)
     return parser
 
@@ -102,7 +125,8 @@ def _add_run(sub: Any) -> None:
     )  # fmt: skip
     run.add_argument(
         "-m", "--model", metavar="SPEC",
-        help="a spec (openai:gpt-4o-mini, anthropic:MODEL, gemini:MODEL, scripted:FILE), "
+        help="a known model's name (gpt-4o-mini, claude-sonnet-4-5: cleveragents models), "
+        "a spec (openai:gpt-4o-mini, anthropic:MODEL, gemini:MODEL, scripted:FILE), "
         "an inline JSON object ({\"provider\": \"openai\", \"model\": ..., "
         "\"baseUrl\": ...}) or @FILE holding either; else $CLEVERAGENTS_MODEL, else config.toml",
     )  # fmt: skip
@@ -112,9 +136,24 @@ def _add_run(sub: Any) -> None:
         help="the sandbox root (default: the current directory, unless it is / or your home)",
     )  # fmt: skip
     run.add_argument("--max-iterations", type=_positive, metavar="N", help="default 25")
+    run.add_argument(
+        "--max-tool-calls", type=_positive, metavar="N", help="stop after N tool calls"
+    )
+    run.add_argument(
+        "--deadline", type=duration_seconds, metavar="TIME",
+        help="stop after this long, the call in flight cancelled: 90 (seconds), 90s, 5m, 1h30m",
+    )  # fmt: skip
+    run.add_argument(
+        "--max-tokens", type=_positive, metavar="N",
+        help="stop once the run's input and output tokens reach N (as the provider counts them)",
+    )  # fmt: skip
     run.add_argument("--profile", metavar="NAME", help="automation profile (listed below)")
     run.add_argument("-y", "--yes", action="store_true", help="allow what the profile would ask")
     run.add_argument("--json", action="store_true", help="print each notification as JSON")
+    run.add_argument(
+        "--no-reasoning", dest="reasoning", action="store_false",
+        help="hide the model's reasoning (shown dimmed; off a terminal, on stderr)",
+    )  # fmt: skip
     run.add_argument(
         "-o", "--output-last-message", dest="output", type=Path, metavar="FILE",
         help="also write the answer (the run's last text) to FILE",
@@ -151,6 +190,33 @@ def _add_runs(sub: Any) -> None:
     )
     show.add_argument("--json", action="store_true", help="the RunResult as JSON")
     show.add_argument("--state-dir", type=Path, metavar="DIR")
+
+
+def _add_models_and_keys(sub: Any) -> None:
+    models = sub.add_parser(
+        "models", help="the known models (for -m NAME), their windows, and whose key is set"
+    )
+    models.add_argument("--json", action="store_true")
+    keys = sub.add_parser(
+        "keys", help="keep API keys in the OS keyring (else a 0600 file); never shown",
+        description="Keep API keys in the OS keyring where one is available (the keyring "
+        "package), else in a 0600 file in the config folder. A key variable set in the "
+        "environment still wins. A key is read from a hidden prompt, or from stdin: never "
+        "from the command line.",
+    )  # fmt: skip
+    keys.set_defaults(print_help=keys.print_help)
+    keys_sub = keys.add_subparsers(dest="keys_command", metavar="{set,list,remove}")
+    for name, about in (("set", "store PROVIDER's key, read from a hidden prompt or stdin"),
+                        ("remove", "remove PROVIDER's stored key")):  # fmt: skip
+        command = keys_sub.add_parser(name, help=about)
+        command.add_argument(
+            "provider", metavar="PROVIDER",
+            help="openai, anthropic, gemini, ...; or a spec's apiKeyEnv variable (MY_API_KEY)",
+        )  # fmt: skip
+        if name == "set":  # a key given here is refused, without showing it
+            command.add_argument("extra", nargs="*", help=argparse.SUPPRESS)
+    listing = keys_sub.add_parser("list", help="which keys are available, and from where")
+    listing.add_argument("--json", action="store_true")
 
 
 def _add_serve(sub: Any) -> None:

@@ -1,11 +1,14 @@
-"""The ``cleveragents`` command: ``serve`` (the daemon), ``run``, ``demo``, ``runs`` and
-``config``.
+"""The ``cleveragents`` command: ``serve`` (the daemon), ``run``, ``demo``, ``runs``,
+``config``, ``models`` and ``keys`` (``_cli_keys``).
 
 This module parses arguments and turns them into what the client-side commands take:
 it resolves settings (flag, then environment, then ``config.toml``), checks the model
-spec, the profile and the workspace, reads the prompt (and a piped stdin), and finds
-the run to continue (``_cli_runs``: an id or a unique prefix; its model, profile and
-workspace are reused unless given). Every usage error names the flag and exits 2. It is
+spec (a known model's bare name becomes ``provider:name``), the profile and the
+workspace, reads the prompt (and a piped stdin), turns the limit flags into
+``UsageLimits``, and finds the run to continue (``_cli_runs``: an id or a unique prefix;
+its model, profile and workspace are reused unless given). Commands that build a model
+(``run``, ``serve``) find the keys ``cleveragents keys`` stored (``_keystore``), after
+the environment. Every usage error names the flag and exits 2. It is
 the one place that may reach into the transcript store and the workspace's profile
 table (the client layer may not); each import happens inside the command that needs
 it, so ``serve`` loads only the daemon, ``runs`` never loads it, and ``run`` never loads
@@ -32,6 +35,11 @@ EXIT_USAGE = 2
 EXIT_CLOSED = 141
 """stdout was closed before the command wrote all of it (as for a process killed by
 SIGPIPE)."""
+
+
+_NO_MODEL = (None, "runs", "config", "models", "keys", "demo")
+"""Commands that build no model, so need no key source (``demo``'s daemon, a
+``cleveragents serve`` of its own, installs it there)."""
 
 
 class UsageError(Exception):
@@ -63,6 +71,10 @@ def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = build_parser()
     args, extras = parser.parse_known_args(argv)
     if extras:
+        if args.command == "keys":  # one of them may be a key: never echoed
+            print("cleveragents keys: unexpected arguments (not shown: one may be a key); "
+                  "see cleveragents keys --help", file=sys.stderr)  # fmt: skip
+            raise SystemExit(EXIT_USAGE)
         if args.command != "run" or any(e.startswith("-") and e != "-" for e in extras):
             parser.parse_args(argv)  # the error argparse gives for them (exits 2)
         args.words = [*args.words, *extras]
@@ -74,6 +86,15 @@ def _main(argv: Sequence[str] | None) -> int:
         args = _parse(argv)
     except SystemExit as exc:
         return int(exc.code or 0) and EXIT_USAGE
+    if args.command in _NO_MODEL:
+        return _command(args)
+    from ._keystore import keys_installed
+
+    with keys_installed():  # a model finds the keys `cleveragents keys` stored
+        return _command(args)
+
+
+def _command(args: argparse.Namespace) -> int:
     if args.command == "serve":
         # Importing lsprotocol grows the heap enough to trigger a full collection that
         # costs ~45 ms of startup; collect nothing until the server is built (then
@@ -82,6 +103,12 @@ def _main(argv: Sequence[str] | None) -> int:
         from .daemon import serve
 
         _configure_logging(args.log_level.upper())
+        if args.model and not args.model.strip().startswith(("{", "@")):
+            try:  # a known model's bare name, as run takes it
+                args.model = bare_model(args.model.strip(), "--model")
+            except UsageError as exc:
+                print(f"cleveragents serve: {exc}", file=sys.stderr)
+                return EXIT_USAGE
         if args.protocol == "acp":
             if args.tcp is not None:
                 print("cleveragents serve: --protocol acp speaks on stdio only", file=sys.stderr)
@@ -94,7 +121,11 @@ def _main(argv: Sequence[str] | None) -> int:
             args.state_dir, args.tcp, args.model, args.profile, token_file=args.token_file
         )
         return code
-    if args.command is None or (args.command == "runs" and args.runs_command is None):
+    if (
+        args.command is None
+        or (args.command == "runs" and args.runs_command is None)
+        or (args.command == "keys" and args.keys_command is None)
+    ):
         args.print_help()  # a bare command shows what it can do
         return 0
     try:
@@ -112,6 +143,10 @@ def _main(argv: Sequence[str] | None) -> int:
             return run_demo(_state_dir(args.state_dir), workspace, args.protocol)
         if args.command == "config":
             return config_command(args)
+        if args.command in ("models", "keys"):
+            from ._cli_keys import keys_command, models_command
+
+            return models_command(args) if args.command == "models" else keys_command(args)
         return runs_command(args)
     except UsageError as exc:
         from .client._terminal import printable
@@ -228,7 +263,19 @@ def run_options(args: argparse.Namespace) -> Any:
         system=args.system, max_iterations=args.max_iterations, yes=args.yes, json=args.json,
         continue_from=earlier.run_id if earlier is not None else None,
         stdin_taken=stdin_taken, output_file=_output_file(args.output),
+        reasoning=args.reasoning, limits=_limits(args),
     )  # fmt: skip
+
+
+def _limits(args: argparse.Namespace) -> Any:
+    """``--max-tool-calls``, ``--deadline`` and ``--max-tokens`` as ``UsageLimits``;
+    ``None`` when none is given."""
+    if args.max_tool_calls is None and args.deadline is None and args.max_tokens is None:
+        return None
+    from .tool import UsageLimits
+
+    return UsageLimits(max_tool_calls=args.max_tool_calls, deadline_s=args.deadline,
+                       max_total_tokens=args.max_tokens)  # fmt: skip
 
 
 def _prompt(word: str | None) -> tuple[str, bool]:
@@ -326,6 +373,8 @@ def _model(setting: Any) -> str | dict[str, Any]:
             raise UsageError(f"{source}: not a JSON object: {exc}") from None
         if not isinstance(value, dict):
             raise UsageError(f"{source}: expected a JSON object")
+    else:
+        value = bare_model(text, source)
     try:
         spec = parse_model_spec(value)
     except ModelConfigError as exc:
@@ -336,6 +385,25 @@ def _model(setting: Any) -> str | dict[str, Any]:
             "the command line has none to lend: name a provider"
         )
     return value
+
+
+def bare_model(text: str, source: str) -> str:
+    """A model named without its provider (``gpt-4o``), as ``provider:name`` by the
+    known-models table (``cleveragents models``); any other spec as it is. An unknown
+    bare name is a usage error saying how to name it."""
+    from .llm import find_model, providers
+
+    if ":" in text or any(p.name == text for p in providers()):
+        return text  # a spec, or a provider named alone (its own error, or ``client``)
+    known = find_model(text)
+    if known is not None:
+        return f"{known.provider}:{text}"
+    takes_model = [p.name for p in providers() if p.takes == "model"]
+    forms = ", ".join(f"{name}:{text}" for name in takes_model[:3])
+    raise UsageError(
+        f"{source}: unknown model {text!r}: name its provider ({forms}, ...), or use a "
+        "model the known-models table names (cleveragents models lists them)"
+    )
 
 
 def _profile(setting: Any) -> str:

@@ -1,12 +1,14 @@
 """The live view of ``cleveragents run`` on a terminal, drawn with rich.
 
 A region at the bottom of the screen is redrawn about ten times a second: a spinner
-with the iteration, the elapsed time and the tool-call count; the model's text as it
-streams; and the current iteration's tool calls, each row going from ``running`` to
-``ok`` or ``failed`` with its duration and a one-line result. When an iteration ends,
-its text and its table are printed above the region for good. At the end the region
-is cleared and a summary printed: status, iterations, tool calls, duration, tokens,
-run id and transcript path.
+with the iteration, the elapsed time, the tool-call count and the context's use (when
+the model's window is known); the model's reasoning (dimmed) and text as they stream,
+in the order they came; and the current iteration's tool calls, each row going from
+``running`` to ``ok`` or ``failed`` with its duration and a one-line result. When an
+iteration ends, its reasoning, text and table are printed above the region for good;
+a compaction of the context is a line there too. At the end the region is cleared and
+a summary printed: status (the limit that stopped the run, if one did), iterations,
+tool calls, duration, tokens, run id and transcript path.
 
 An approval prints the text streamed so far above the region for good, stops the
 region, asks (the tool, its arguments, why), and starts it again. A run that ends
@@ -35,8 +37,11 @@ from ._terminal import printable
 from ._views import (
     ANSWERS,
     ASK,
+    LIMITS,
     Output,
     View,
+    compacted_words,
+    context_words,
     duration,
     one_line,
     read_line,
@@ -46,10 +51,11 @@ from ._views import (
 )
 
 _STYLES = {"running": "cyan", "ok": "green", "failed": "red"}
-_LIMIT = "stopped at the iteration limit"
 _FINAL = {"completed": ("✓ completed", "bold green"), "failed": ("✗ failed", "bold red"),
           "cancelled": ("■ cancelled", "bold yellow"),
-          _LIMIT: (f"■ {_LIMIT}", "bold yellow")}  # fmt: skip
+          **{words: (f"■ {words}", "bold yellow") for words, _ in LIMITS.values()}}  # fmt: skip
+REASONING_STYLE = "dim"
+"""How reasoning is set apart from the text (the plain views mark its lines instead)."""
 
 
 class LiveView(View):
@@ -62,9 +68,12 @@ class LiveView(View):
         self.iteration = 0
         self.max_iterations = 0
         self.calls = 0
-        self.text = ""
-        self.shown = 0
-        """How much of ``text`` is already printed above the region (before a question)."""
+        self.said: list[list[str]] = []
+        """The iteration's ``[kind, text]`` pieces not yet printed above the region, in
+        the order they came (kind ``text`` or ``reasoning``)."""
+        self.streamed = False
+        """Whether the model streamed text in this iteration."""
+        self.context = ""
         self.rows: dict[str, list[Any]] = {}  # callId -> [status, tool, started, took, result]
         self.status_note = ""
         self.spinner = Spinner("dots", style="cyan")
@@ -89,14 +98,16 @@ class LiveView(View):
         head = f"iteration {self.iteration or 1}/{self.max_iterations or '?'}"
         head += f" · {duration((time.monotonic() - self.started) * 1000)}"
         head += f" · {self.calls} tool call{'s' if self.calls != 1 else ''}"
+        if self.context:
+            head += f" · {self.context}"
         if self.status_note:
             head += f" · {self.status_note}"
         self.spinner.update(text=Text(head, style="bold"))
         parts: list[RenderableType] = [self.spinner]
-        text = self.text[self.shown :]
-        if text:
+        if self.said:
             height = max(3, self.console.height - 6 - len(self.rows))
-            parts.append(Text(_tail(text, height, self.console.width)))
+            lines = _tail(self.said, height, self.console.width)
+            parts.append(Text("\n").join(Text(line, style=_style(kind)) for kind, line in lines))
         rows = list(self.rows.values())
         if rows:
             parts.append(self._table(rows, live=True))
@@ -122,7 +133,14 @@ class LiveView(View):
             self.max_iterations = int(params.get("maxIterations") or 0)
         elif method == m.RUN_MESSAGE_DELTA:
             self.iteration = int(params.get("iteration") or self.iteration)
-            self.text += printable(str(params.get("text", "")))
+            self.streamed = True
+            self._add("text", printable(str(params.get("text", ""))))
+        elif method == m.RUN_REASONING_DELTA:
+            self.iteration = int(params.get("iteration") or self.iteration)
+            if self.show_reasoning:
+                self._add("reasoning", printable(str(params.get("text", ""))))
+        elif method == m.RUN_COMPACTED:
+            self.console.print(Text(compacted_words(params), style="cyan"))
         elif method == m.RUN_TOOL_CALL_STARTED:
             self.iteration = int(params.get("iteration") or self.iteration)
             self.rows[str(params.get("callId"))] = [
@@ -136,19 +154,34 @@ class LiveView(View):
             self.rows[str(record.get("callId"))] = [status, tool, 0.0, took, result]
         elif method == m.RUN_ITERATION:
             self.iteration = int(params.get("iteration") or self.iteration)
-            if not self.text:  # a model that did not stream its text
-                self.text = printable(str(params.get("content") or ""))
+            if not self.streamed:  # a model that did not stream its text
+                self._add("text", printable(str(params.get("content") or "")))
+            self.context = context_words(params, short=True) or ""
             self._print_so_far()
+            self.streamed = False
         if self.live.is_started:
             self.live.refresh()
 
+    def _add(self, kind: str, text: str) -> None:
+        if not text:
+            return
+        if self.said and self.said[-1][0] == kind:
+            self.said[-1][1] += text
+        else:
+            self.said.append([kind, text])
+
+    def _print_said(self) -> None:
+        """What the model said and is not printed yet, above the region for good."""
+        said, self.said = self.said, []
+        for kind, text in said:
+            if text.strip():
+                self.console.print(Text(text.strip("\n"), style=_style(kind)))
+
     def _print_so_far(self) -> None:
-        """The iteration's text not printed yet and its tool calls, above the region for
-        good; the region starts afresh."""
-        text, rows = self.text[self.shown :], list(self.rows.values())
-        self.text, self.shown, self.rows = "", 0, {}
-        if text.strip():
-            self.console.print(Text(text.rstrip("\n")))
+        """The iteration's reasoning and text not printed yet and its tool calls, above
+        the region for good; the region starts afresh."""
+        rows, self.rows = list(self.rows.values()), {}
+        self._print_said()
         if rows:
             self.console.print(self._table(rows, live=False))
 
@@ -200,10 +233,7 @@ class LiveView(View):
     async def ask(self, request: dict[str, Any]) -> PermissionOutcome:
         self.stop()
         try:
-            text = self.text[self.shown :]  # what the model said before it asked
-            if text.strip():
-                self.console.print(Text(text.rstrip("\n")))
-            self.shown = len(self.text)
+            self._print_said()  # what the model said before it asked
             self.show_request(request)
             while True:
                 self.console.print(Text(ASK, style="bold"), end="")
@@ -225,12 +255,20 @@ class LiveView(View):
         return ANSWERS.get(answer.strip().lower())
 
 
-def _tail(text: str, lines: int, width: int) -> str:
-    """The last ``lines`` screen lines of ``text`` (long lines wrap at ``width``)."""
-    out: list[str] = []
-    for line in reversed(text[-20_000:].split("\n")):
-        chunks = [line[i : i + width] for i in range(0, len(line), width)] or [""]
-        out[:0] = chunks
+def _style(kind: str) -> str:
+    return REASONING_STYLE if kind == "reasoning" else ""
+
+
+def _tail(said: list[list[str]], lines: int, width: int) -> list[tuple[str, str]]:
+    """The last ``lines`` screen lines of what was said, each with its kind (long lines
+    wrap at ``width``; each piece starts a line of its own)."""
+    out: list[tuple[str, str]] = []
+    for kind, text in reversed(said):
+        piece: list[tuple[str, str]] = []
+        for line in text.strip("\n")[-20_000:].split("\n"):
+            chunks = [line[i : i + width] for i in range(0, len(line), width)] or [""]
+            piece += [(kind, chunk) for chunk in chunks]
+        out[:0] = piece
         if len(out) >= lines:
             break
-    return "\n".join(out[-lines:])
+    return out[-lines:]

@@ -16,6 +16,13 @@ line), answers approvals (``ask``) when the terminal can, and ends with
 - ``View`` (on a terminal with ``NO_COLOR``): plain, stable lines on stdout;
 - ``LiveView`` (``_live``, on a terminal): a redrawn region with rich.
 
+The model's reasoning (``run/reasoningDelta``) is shown before the text it preceded,
+set apart: dimmed in the live view, and in the plain views on stderr with each line
+marked ``┆`` (never on stdout off a terminal, where the answer is alone);
+``show_reasoning = False`` (``--no-reasoning``) hides it. A compaction of the context
+is one line; the context's use, when the model's window is known, is a percentage (the
+live view's status line, a plain line per iteration).
+
 An approval shows the text the model streamed so far first, then the tool and its
 arguments (not the reserved ``sandbox_root`` and ``resource_bindings``: the reason says
 when the model's own were replaced), each line cut to the terminal's width, then asks.
@@ -45,6 +52,8 @@ from ..tool import RESERVED_INPUT_KEYS, PermissionOutcome
 from ._terminal import json_text, printable
 
 ASK = "allow? [y]es / [n]o / [a]lways "
+REASONING_MARK = "┆ "
+"""Starts each line of reasoning in the plain views (the live view dims it instead)."""
 _RAW_IN_JSON_TEXT = re.compile(r"[\x7f-\x9f\ud800-\udfff]")
 """What the params' JSON text may hold raw, inside its strings only: DEL and the C1
 controls (a terminal may act on them) and lone surrogates (not UTF-8)."""
@@ -84,8 +93,23 @@ def record_line(record: dict[str, Any]) -> tuple[str, str, str, str]:
             duration(float(record.get("durationMs") or 0)), one_line(result))  # fmt: skip
 
 
+LIMITS: dict[str, tuple[str, str]] = {
+    "iterations": ("stopped at the iteration limit", "Raise --max-iterations"),
+    "toolCalls": ("stopped at the tool-call limit", "Raise --max-tool-calls"),
+    "deadline": ("stopped at the deadline", "Give it longer with --deadline"),
+    "tokens": ("stopped at the token limit", "Raise --max-tokens"),
+}
+"""What the summary says of each ``limitReason``: the status, and the flag that moves it."""
+
+
+def limit_words(result: dict[str, Any]) -> tuple[str, str]:
+    """``(status words, advice)`` for a run that ended at a limit (``limitReason``; a
+    result from before there were other limits ended at the iteration limit)."""
+    return LIMITS.get(str(result.get("limitReason") or "iterations"), LIMITS["iterations"])
+
+
 def summary_lines(result: dict[str, Any], transcript: Path | None) -> tuple[str, str, str]:
-    """``(status word, details, where)`` of a finished run, printable."""
+    """``(status words, details, where)`` of a finished run, printable."""
     status = str(result.get("status"))
     records = result.get("toolCallHistory") or []
     failed = sum(1 for r in records if not r.get("success"))
@@ -101,10 +125,12 @@ def summary_lines(result: dict[str, Any], transcript: Path | None) -> tuple[str,
         parts.append(f"{tokens_in:,} tokens in / {tokens_out:,} out")
     details = " · ".join(parts)
     error = result.get("error")
+    words = status
     if status == "limit":
+        words, advice = limit_words(result)
         details += (
             f"\nthe model was still working when the limit stopped it: the text above is "
-            f"not an answer. Raise --max-iterations, or go on with: cleveragents run "
+            f"not an answer. {advice}, or go on with: cleveragents run "
             f"--continue {result.get('runId')} PROMPT"
         )
     elif isinstance(error, dict) and error.get("message"):
@@ -112,11 +138,30 @@ def summary_lines(result: dict[str, Any], transcript: Path | None) -> tuple[str,
     where = f"run {result.get('runId')}"
     if transcript is not None:
         where += f" · transcript {transcript}"
-    return (
-        {"limit": "stopped at the iteration limit"}.get(status, status),
-        printable(details),
-        printable(where),
+    return words, printable(details), printable(where)
+
+
+def context_words(params: dict[str, Any], *, short: bool = False) -> str | None:
+    """``context 79% (1,577 / 2,000 tokens)`` (``short``: ``context 79%``) from
+    ``run/iteration``'s estimate and window; ``None`` when the window is not known."""
+    tokens, window = params.get("contextTokens"), params.get("contextWindow")
+    if not isinstance(tokens, int) or not isinstance(window, int) or window < 1:
+        return None
+    words = f"context {round(100 * tokens / window)}%"
+    return words if short else f"{words} ({tokens:,} / {window:,} tokens)"
+
+
+def compacted_words(params: dict[str, Any]) -> str:
+    """One line for ``run/compacted``: how, and the context's size before and after."""
+    how = {"prune": "old tool outputs pruned", "summary": "earlier turns summarised"}.get(
+        str(params.get("strategy")), printable(str(params.get("strategy")))
     )
+    removed = int(params.get("messagesRemoved") or 0)
+    line = (f"context compacted ({how}): {int(params.get('tokensBefore') or 0):,} → "
+            f"{int(params.get('tokensAfter') or 0):,} tokens")  # fmt: skip
+    if removed:
+        line += f", {removed} message{'s' if removed != 1 else ''} removed"
+    return line
 
 
 class Output:
@@ -180,6 +225,9 @@ class View:
         self._answer: asyncio.Future[str] | None = None
         self._at_line_start = True
         self._streamed: set[int] = set()
+        self.show_reasoning = True
+        """Whether the model's reasoning is shown (``--no-reasoning`` hides it)."""
+        self._reasoning_open = False  # a line of reasoning is written and not ended
 
     # -- lifecycle -------------------------------------------------------------------
 
@@ -213,6 +261,12 @@ class View:
             if text:
                 self._streamed.add(int(params.get("iteration") or 0))
                 self._text(text)
+        elif method == m.RUN_REASONING_DELTA:
+            text = printable(str(params.get("text", "")))
+            if text and self.show_reasoning:
+                self._reasoning(text)
+        elif method == m.RUN_COMPACTED:
+            self._line(f"  {compacted_words(params)}")
         elif method == m.RUN_TOOL_CALL_STARTED:
             self._line(
                 f"  started {printable(str(params.get('toolName')))} "
@@ -226,13 +280,36 @@ class View:
             content = printable(str(params.get("content") or ""))
             if iteration not in self._streamed and content:
                 self._line(content)  # a model that did not stream its text
+            context = context_words(params)
+            if context is not None:
+                self._line(f"  {context}")
+
+    def _reasoning(self, text: str) -> None:
+        """Streamed reasoning, already printable: on stderr (never mixed into an answer
+        on stdout), each line marked, after the line of text it interrupts is ended."""
+        self._end_line()
+        pieces = []
+        for piece in text.splitlines(keepends=True):
+            if not self._reasoning_open:
+                pieces.append(REASONING_MARK)
+            pieces.append(piece)
+            self._reasoning_open = not piece.endswith("\n")
+        self.err.write("".join(pieces))
+
+    def _end_reasoning(self) -> None:
+        """End a line of reasoning before anything else is written (the same terminal)."""
+        if self._reasoning_open:
+            self.err.write("\n")
+            self._reasoning_open = False
 
     def _text(self, text: str) -> None:
         """Streamed model text, already printable."""
+        self._end_reasoning()
         self.out.write(text)
         self._at_line_start = text.endswith("\n")
 
     def _line(self, text: str) -> None:
+        self._end_reasoning()
         text = printable(text)  # callers clean model text already; paths and ids too
         if not self._at_line_start:
             text = "\n" + text
@@ -243,6 +320,7 @@ class View:
 
     def note(self, text: str) -> None:
         """One line from the command (not from the model): on stderr."""
+        self._end_reasoning()
         self._end_line()
         self.err.write(printable(text) + "\n")
 
@@ -336,7 +414,11 @@ class AnswerView(View):
         if params.get("toolCallCount"):
             self._flush_said()
             super().event(method, params)  # the text of a model that did not stream
-        self._said, self._flushed, self._asked_after = "", 0, False  # else it is the answer
+        else:  # its text is the answer, for stdout at the end
+            context = context_words(params)
+            if context is not None:
+                self._line(f"  {context}")
+        self._said, self._flushed, self._asked_after = "", 0, False
 
     def show_request(self, request: dict[str, Any]) -> None:
         self._flush_said()

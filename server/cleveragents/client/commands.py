@@ -23,7 +23,7 @@ It owns the run's interaction with the person at the terminal:
   does for its runs, and the exit code is 143 or 129: the tools' commands run in
   sessions of their own, and would outlive a command that just died.
 
-Exit codes (docs/cli.md, "Ctrl-C and exit codes"): 0 completed, 1 failed or limit,
+Exit codes (docs/cli.md, "Ctrl-C and exit codes"): 0 completed, 1 failed or a limit,
 130 cancelled, 2 usage error (a run the service refused before it existed included).
 """
 
@@ -56,7 +56,14 @@ from ..runs import (
     RunSettings,
     prepare_process,
 )
-from ..tool import CleverAgentsError, PermissionOutcome, PermissionQuery, RunEvent, ToolSpec
+from ..tool import (
+    CleverAgentsError,
+    PermissionOutcome,
+    PermissionQuery,
+    RunEvent,
+    ToolSpec,
+    UsageLimits,
+)
 from ..workspace import ShellTool, builtin_tools
 from ..workspace.profiles import NotAsked
 from ._terminal import printable
@@ -81,6 +88,7 @@ _FIELD_FLAGS = {
     "max_iterations": "--max-iterations", "system_prompt": "--system",
     "automation_profile": "--profile", "continue_from": "--continue",
     "sandbox_root": "--workspace", "model": "--model", "prompt": "the prompt",
+    "limits": "--max-tool-calls, --deadline or --max-tokens",
 }  # fmt: skip
 # ... and RunParams fields, as other errors' messages may name them.
 _FLAG_NAMES = [
@@ -112,6 +120,10 @@ class RunOptions:
     """Whether stdin was read for the prompt (approvals are then asked on /dev/tty)."""
     output_file: Path | None = None
     """``-o``: where the answer is written at the end."""
+    reasoning: bool = True
+    """Whether the model's reasoning is shown (``--no-reasoning``: not)."""
+    limits: UsageLimits | None = None
+    """``--max-tool-calls``, ``--deadline``, ``--max-tokens``."""
 
 
 def flag_words(message: str) -> str:
@@ -130,15 +142,19 @@ def refusal_text(exc: CleverAgentsError) -> str:
 def make_view(options: RunOptions, out: Output) -> View:
     """The view for this run's stdout (``out``): JSON lines, the answer alone (off a
     terminal), the live view, or plain lines (a terminal with ``NO_COLOR``)."""
+    view: View
     if options.json:
-        return JsonView(out)
+        return JsonView(out)  # the notifications as they are, reasoning included
     if not out.isatty():
-        return AnswerView(out)
-    if not os.environ.get("NO_COLOR"):
+        view = AnswerView(out)
+    elif not os.environ.get("NO_COLOR"):
         from ._live import LiveView
 
-        return LiveView(out)
-    return View(out)
+        view = LiveView(out)
+    else:
+        view = View(out)
+    view.show_reasoning = options.reasoning
+    return view
 
 
 class Terminal:
@@ -308,7 +324,7 @@ class _Session:
             prompt=options.prompt, run_id=self.run_id, system_prompt=options.system,
             model=options.model, max_iterations=options.max_iterations,
             automation_profile=options.profile, continue_from=options.continue_from,
-            ask=self.ask,
+            limits=options.limits, ask=self.ask,
         )  # fmt: skip
 
 

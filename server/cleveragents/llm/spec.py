@@ -11,7 +11,7 @@ daemon) never imports a provider SDK.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, TypeAlias
 
 import attrs
@@ -62,6 +62,45 @@ def how_to_set_a_model() -> str:
     )
 
 
+@attrs.frozen
+class KeySource:
+    """Where a key is found when no variable of it is set: :func:`set_key_source`
+    installs one for the process. The command line installs its key store
+    (``cleveragents keys``), for ``run`` and for ``serve``'s daemon and ACP faces; a
+    library user gets none unless they install one. The environment always wins.
+
+    ``lookup`` takes a key variable's name (``OPENAI_API_KEY``) and returns the key kept
+    for it, or ``None``; it raises ``ModelConfigError`` (naming the store, never the
+    key) when its store cannot be read. A key found here is handed to the SDK only: it
+    never enters the environment, so no tool's command or MCP server inherits it.
+    """
+
+    lookup: Callable[[str], str | None]
+    stored: str = "stored"
+    """How messages name a key found here: ``OPENAI_API_KEY (stored)``."""
+    hint: str = ""
+    """Added to the name of a key found nowhere, in messages: ``{name}`` is the
+    provider, or the spec's own ``apiKeyEnv``."""
+
+
+_key_source: KeySource | None = None
+
+
+def set_key_source(source: KeySource | None) -> KeySource | None:
+    """Install the process's key source (``None``: the environment only); returns the
+    one it replaces, so a caller can put it back."""
+    global _key_source
+    previous, _key_source = _key_source, source
+    return previous
+
+
+def _clean_key(raw: str | None) -> str:
+    """CR, LF and surrounding whitespace dropped: a key pasted with its line end would
+    otherwise be refused as a header value by the HTTP library, which logs the whole
+    header, key included."""
+    return raw.replace("\r", "").replace("\n", "").strip() if raw is not None else ""
+
+
 @attrs.define(slots=True, frozen=True)
 class ReasoningSettings:
     """How much the model should reason (``reasoning`` in a spec): a level, a token
@@ -100,26 +139,42 @@ class ModelSpec:
     (Anthropic); providers that cache on their own are not affected."""
 
     def api_key(self) -> str | None:
-        """The API key from the environment; never stored in the spec itself.
-
-        CR, LF and surrounding whitespace are dropped: a key pasted with its line end
-        would otherwise be refused as a header value by the HTTP library, which logs the
-        whole header, key included. A key that is empty after that is not set (``None``).
-        """
-        for name in self._key_envs():
-            raw = os.environ.get(name)
-            key = raw.replace("\r", "").replace("\n", "").strip() if raw is not None else ""
+        """The API key: from the environment, else from the installed
+        :class:`KeySource`; never stored in the spec itself. CR, LF and surrounding
+        whitespace are dropped (``_clean_key``); a key that is empty after that is not
+        set (``None``)."""
+        names = self._key_envs()
+        for name in names:
+            key = _clean_key(os.environ.get(name))
+            if key:
+                return key
+        source = _key_source
+        if source is None:
+            return None
+        for name in names:
+            key = _clean_key(source.lookup(name))
             if key:
                 return key
         return None
 
     def key_env(self) -> str:
-        """The variable the key is read from (the first that is set), for messages."""
+        """Where the key is read from, for messages: the first variable that is set,
+        else the one a key source holds (``OPENAI_API_KEY (stored)``), else every
+        variable it may be set in, and the source's hint."""
         names = self._key_envs()
         for name in names:
-            if (os.environ.get(name) or "").strip():
+            if _clean_key(os.environ.get(name)):
                 return name
-        return " or ".join(names) if names else "no key variable"
+        if not names:
+            return "no key variable"
+        source = _key_source
+        if source is None:
+            return " or ".join(names)
+        for name in names:
+            if _clean_key(source.lookup(name)):
+                return f"{name} ({source.stored})"
+        hint = source.hint.format(name=self.api_key_env or self.provider)
+        return " or ".join(names) + (f" {hint}" if hint else "")
 
     def _key_envs(self) -> tuple[str, ...]:
         if self.api_key_env:
