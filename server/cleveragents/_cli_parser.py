@@ -102,6 +102,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.set_defaults(print_help=parser.print_help)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     _add_run(sub)
+    _add_chat(sub)
     _add_demo(sub)
     _add_runs(sub)
     config = sub.add_parser("config", help="the effective settings and where each comes from")
@@ -162,6 +163,55 @@ def _add_run(sub: Any) -> None:
     run.add_argument(
         "--continue", dest="continue_", action="store_true",
         help="continue the latest run in this workspace, or RUN_ID (or a unique prefix of 4+ "
+        "characters); its model, profile and workspace are reused unless given",
+    )  # fmt: skip
+
+
+def _add_chat(sub: Any) -> None:
+    chat = sub.add_parser(
+        "chat", help="a conversation in the workspace, each message a run continuing the last",
+        description="Talk with the model in the workspace, in this process: each message is a "
+        "run that continues the conversation, shown live, with approvals; /help lists the "
+        "commands. It needs a terminal: from a script or a pipe, use run and run --continue.",
+        epilog_factory=_profiles_help, formatter_class=argparse.RawDescriptionHelpFormatter,
+    )  # fmt: skip
+    chat.add_argument(
+        "-m", "--model", metavar="SPEC",
+        help="as for run (else $CLEVERAGENTS_MODEL, else config.toml); /model changes it",
+    )  # fmt: skip
+    chat.add_argument("--system", metavar="TEXT", help="the system prompt")
+    chat.add_argument(
+        "--workspace", type=Path, metavar="DIR",
+        help="the sandbox root (default: the current directory, unless it is / or your home)",
+    )  # fmt: skip
+    chat.add_argument(
+        "--max-iterations", type=_positive, metavar="N", help="per message; default 25"
+    )
+    chat.add_argument(
+        "--max-tool-calls", type=_positive, metavar="N", help="per message: stop after N tool calls"
+    )
+    chat.add_argument(
+        "--deadline", type=duration_seconds, metavar="TIME",
+        help="per message: stop after this long (90, 90s, 5m, 1h30m)",
+    )  # fmt: skip
+    chat.add_argument(
+        "--max-tokens", type=_positive, metavar="N",
+        help="per message: stop once its input and output tokens reach N",
+    )  # fmt: skip
+    chat.add_argument(
+        "--no-reasoning", dest="reasoning", action="store_false",
+        help="hide the model's reasoning (shown dimmed)",
+    )  # fmt: skip
+    chat.add_argument(
+        "--profile", metavar="NAME", help="automation profile (listed below); /profile changes it"
+    )
+    chat.add_argument("-y", "--yes", action="store_true", help="allow what the profile would ask")
+    chat.add_argument(
+        "--state-dir", type=Path, metavar="DIR", help="where transcripts and the chat history go"
+    )
+    chat.add_argument(
+        "--continue", dest="continue_", nargs="?", const="", metavar="RUN_ID",
+        help="go on with the latest run in this workspace, or RUN_ID (or a unique prefix of 4+ "
         "characters); its model, profile and workspace are reused unless given",
     )  # fmt: skip
 

@@ -136,6 +136,11 @@ def _command(args: argparse.Namespace) -> int:
             from .client.commands import run_command
 
             return run_command(run_options(args))
+        if args.command == "chat":
+            gc.disable()  # as for run: run_chat turns the collector back on
+            from .client._chat import run_chat
+
+            return run_chat(chat_options(args))
         if args.command == "demo":
             from .client.demo import run_demo
 
@@ -276,6 +281,56 @@ def _limits(args: argparse.Namespace) -> Any:
 
     return UsageLimits(max_tool_calls=args.max_tool_calls, deadline_s=args.deadline,
                        max_total_tokens=args.max_tokens)  # fmt: skip
+
+
+def chat_options(args: argparse.Namespace) -> Any:
+    """``chat``'s settings, resolved as ``run``'s (a continued run's model, profile and
+    workspace are reused unless given). It needs a terminal on stdin and stdout: lines
+    from a pipe would be messages nobody sees answered, with nobody to ask approvals."""
+    from .client._chat import ChatOptions
+    from .client._config import Setting
+    from .workspace.profiles import BUILTIN_PROFILES
+
+    for name, stream in (("stdin", sys.stdin), ("stdout", sys.stdout)):
+        if stream is None or not _isatty(stream):
+            raise UsageError(
+                f"needs a terminal, and {name} is not one: from a script or a pipe, use "
+                "cleveragents run PROMPT, then cleveragents run --continue PROMPT"
+            )
+    settings = _settings(
+        model=args.model, profile=args.profile,
+        state_dir=str(args.state_dir) if args.state_dir else None,
+    )  # fmt: skip
+    state_dir = Path(settings["state_dir"].value).expanduser().resolve()
+    earlier = None
+    if args.continue_ is not None:
+        earlier = _continued(state_dir, args.continue_ or None, args.workspace)
+    if earlier is not None and args.workspace is None and earlier.workspace:
+        workspace = _earlier_workspace(earlier)
+    else:
+        workspace = _workspace(args.workspace)
+    if earlier is not None and not args.model:
+        model = _reused_model(settings["model"], earlier)
+    else:
+        model = _model(settings["model"])
+    if earlier is not None and not args.profile and earlier.profile in BUILTIN_PROFILES:
+        profile = str(earlier.profile)
+    else:
+        profile = _profile(settings["profile"])
+
+    def check_model(text: str) -> str | dict[str, Any]:
+        try:
+            return _model(Setting(text, "/model"))
+        except UsageError as exc:
+            raise ValueError(str(exc)) from None
+
+    return ChatOptions(
+        workspace=workspace, state_dir=state_dir, model=model, profile=profile,
+        check_model=check_model, system=args.system, max_iterations=args.max_iterations,
+        yes=args.yes, continue_from=earlier.run_id if earlier is not None else None,
+        continued_prompt=earlier.prompt if earlier is not None else "",
+        reasoning=args.reasoning, limits=_limits(args),
+    )  # fmt: skip
 
 
 def _prompt(word: str | None) -> tuple[str, bool]:
