@@ -226,3 +226,25 @@ async def test_reasoning_streams_as_thought_chunks_before_the_text_it_preceded(
         if u["sessionUpdate"] in ("agent_thought_chunk", "agent_message_chunk")
     ]
     assert said == [("agent_thought_chunk", "Greet them."), ("agent_message_chunk", "Hello.")]
+
+
+async def test_context_use_reaches_the_editor_as_usage_update_and_a_compaction_as_a_line(
+    spawn: Spawn, workspace: Path
+) -> None:
+    big = "x" * 8_000
+    (workspace / "big.txt").write_text(big)
+    turns = [{"toolCalls": [call("builtin/file-read", path="big.txt")]} for _ in range(6)]
+    model = {"provider": "scripted", "contextWindow": 6_000,
+             "script": [*turns, {"content": "Done."}]}  # fmt: skip
+    client = await spawn(model)
+    session = (await client.new_session(workspace))["sessionId"]
+    assert await client.prompt(session, "read it") == {"stopReason": "end_turn"}
+    updates = client.updates(session)
+    usage = [u for u in updates if u["sessionUpdate"] == "usage_update"]
+    assert len(usage) == 7  # one per iteration
+    used = [u["used"] for u in usage]
+    assert all(u["size"] == 6_000 for u in usage)
+    assert used[0] < used[1] < used[2]  # each file read adds to the context...
+    assert max(used) <= 6_000  # ...and no request sent passed the window: it was compacted
+    lines = [u["content"]["text"] for u in updates if u["sessionUpdate"] == "agent_message_chunk"]
+    assert any("[context compacted: older tool outputs cut" in line for line in lines)

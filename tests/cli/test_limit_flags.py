@@ -37,6 +37,10 @@ def test_max_tool_calls_ends_the_run_and_the_summary_names_it(tmp_path: Path) ->
     assert result["limitReason"] == "toolCalls"
     assert "stopped at the tool-call limit: " in err
     assert "Raise --max-tool-calls" in err
+    shown = cli(
+        tmp_path, "runs", "show", str(result["runId"]), "--state-dir", str(tmp_path / "state")
+    )
+    assert "status      limit (stopped at the tool-call limit)\n" in shown.stdout
 
 
 def test_max_tokens_ends_the_run_once_the_usage_reaches_it(tmp_path: Path) -> None:

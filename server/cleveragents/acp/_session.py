@@ -22,6 +22,8 @@ from ..runs import McpServers, RunService
 from ..tool import (
     PERMISSION_OUTCOMES,
     CleverAgentsError,
+    Compacted,
+    IterationFinished,
     MessageDelta,
     PermissionOutcome,
     PermissionQuery,
@@ -148,6 +150,23 @@ class Session:
             })  # fmt: skip
         elif isinstance(event, ToolCallStarted):
             self._started(turn, event.call_id, event.tool_name, event.inputs)
+        elif isinstance(event, IterationFinished):
+            if event.context_window is not None and event.context_tokens is not None:
+                self.send({
+                    "sessionUpdate": "usage_update",
+                    "used": event.context_tokens,
+                    "size": event.context_window,
+                })  # fmt: skip
+        elif isinstance(event, Compacted):
+            how = _COMPACTED.get(event.strategy, event.strategy)
+            self.send({
+                "sessionUpdate": "agent_message_chunk",
+                "content": {"type": "text", "text": (
+                    f"\n[context compacted: {how}, {event.tokens_before:,} → "
+                    f"{event.tokens_after:,} tokens]\n"
+                )},
+                "messageId": f"{turn.run_id}-{event.iteration}-compacted-{event.seq}",
+            })  # fmt: skip
         elif isinstance(event, ToolCallFinished):
             self._ended(turn, event.record)
 
@@ -302,3 +321,6 @@ def _file_text(inputs: dict[str, Any]) -> Before | None:
         return Before(str(real), root, path, None)
     text = read_confined_text(root, path, _READ_LIMIT)
     return None if text is None else Before(str(real), root, path, text)
+
+
+_COMPACTED = {"prune": "older tool outputs cut", "summary": "older messages summarised"}

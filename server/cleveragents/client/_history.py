@@ -16,7 +16,7 @@ from datetime import datetime
 from typing import Any
 
 from ._terminal import printable
-from ._views import duration, one_line, record_line
+from ._views import duration, limit_words, one_line, record_line
 
 
 def local_time(iso: str) -> str:
@@ -102,7 +102,10 @@ def show_lines(result: dict[str, Any], about: Mapping[str, str | None] | None = 
     ``startedAt``, ``prompt``, ``workspace``, ``model``, ``profile``, ``continueFrom``."""
     about = about or {}
     records = result.get("toolCallHistory") or []
-    lines = [f"run         {result.get('runId')}", f"status      {result.get('status')}"]
+    status = str(result.get("status"))
+    if status == "limit":  # which limit, in words
+        status += f" ({limit_words(result)[0]})"
+    lines = [f"run         {result.get('runId')}", f"status      {status}"]
     if about.get("startedAt"):
         lines.append(f"started     {local_time(str(about['startedAt']))}")
     for key, label in (("workspace", "workspace"), ("model", "model"), ("profile", "profile"),
