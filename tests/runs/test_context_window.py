@@ -8,6 +8,7 @@ wire's names."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -128,3 +129,12 @@ async def test_continuing_a_compacted_run_after_a_restart_sends_the_compacted_co
     ]
     assert stubs
     assert sent[-1] == {"role": "user", "content": "And now?"}
+    # Each stub names the file under the state dir that keeps the pruned output whole.
+    outputs = tmp_path / "state" / "outputs" / "long"
+    for stub in stubs:
+        where = re.search(r"the whole output is kept in (\S+)\. ", stub["content"])
+        assert where is not None, stub["content"]
+        kept = Path(where.group(1))
+        assert kept.parent == outputs
+        assert json.loads(kept.read_text())["content"] == (tmp_path / "ws" / FILE).read_text()
+        assert kept.stat().st_mode & 0o777 == 0o600

@@ -21,6 +21,7 @@ import json
 import logging
 import os
 import re
+from pathlib import Path
 
 from ..statedir import StateDir, write_all
 from ..tool import JSONValue, ToolError
@@ -34,6 +35,8 @@ doubles it when escaped again, and must still fit one 64 MiB frame with room to 
 
 _encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
+_KEPT = re.compile(r"; the full output is in (/[^\n]+)\]\Z")
+"""The end of an output the cap cut, naming the file that keeps it."""
 
 
 class NonFiniteOutputError(ToolError):
@@ -67,9 +70,24 @@ class OutputCap:
             return output
         return self._cut(call_id, data, ".txt" if isinstance(output, str) else ".json")
 
-    def _cut(self, call_id: str, data: bytes, suffix: str) -> str:
+    def keep(self, call_id: str, tool_name: str, text: str) -> str | None:
+        """The context budget's keeper: where a pruned output is kept whole (a file of
+        this run's outputs folder), or ``None`` when it cannot be kept. An output the cap
+        already cut names its file, which is reused rather than written twice."""
+        already = _KEPT.search(text[-600:])
+        if already is not None:
+            return already.group(1)
+        path, error = self._write(call_id, text.encode("utf-8", "surrogatepass"), ".txt")
+        if error is not None:
+            logger.warning("cannot keep a pruned output of %s in %s: %s", tool_name, path, error)
+            return None
+        return str(path)
+
+    def _write(self, call_id: str, data: bytes, suffix: str) -> tuple[Path, str | None]:
+        """Write ``data`` as the run's next kept output: its path, and the OS error's text
+        when it could not be written."""
         # Numbered: call ids may repeat in a run (a model may reuse them), or differ only
-        # in characters a file name cannot hold; no cut output may overwrite another's.
+        # in characters a file name cannot hold; no kept output may overwrite another's.
         name = f"{next(self._kept):05d}-{_UNSAFE.sub('_', call_id)[:100] or 'call'}{suffix}"
         path = self.outputs_dir / name
         try:
@@ -81,9 +99,16 @@ class OutputCap:
                 write_all(fd, data)
             finally:
                 os.close(fd)
-            where = f"the full output is in {path}"
         except OSError as exc:
-            logger.warning("cannot keep a cut tool output in %s: %s", path, exc)
-            where = f"the full output could not be kept ({exc.strerror or exc})"
+            return path, str(exc.strerror or exc)
+        return path, None
+
+    def _cut(self, call_id: str, data: bytes, suffix: str) -> str:
+        path, error = self._write(call_id, data, suffix)
+        if error is None:
+            where = f"the full output is in {path}"
+        else:
+            logger.warning("cannot keep a cut tool output in %s: %s", path, error)
+            where = f"the full output could not be kept ({error})"
         head = data[: self.max_bytes].decode("utf-8", "ignore")
         return f"{head}\n[output cut at {self.max_bytes} of {len(data)} bytes; {where}]"

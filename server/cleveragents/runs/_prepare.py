@@ -145,7 +145,7 @@ async def _prepare(
     runtime = ToolCallingRuntime(
         layer, ToolRunner(layer, policy=policy, output_filter=cap), model,
         max_iterations=limit, system_prompt=request.system_prompt, sink=run,
-        pace=request.pace, context=await _context_policy(service, request.compaction),
+        pace=request.pace, context=await _context_policy(service, request.compaction, cap),
         limits=request.limits,
     )  # fmt: skip
     context = ToolActorContext(
@@ -157,8 +157,11 @@ async def _prepare(
     return Prepared(run, runtime, context, history, limit, request.mcp_servers)
 
 
-async def _context_policy(service: RunService, settings: CompactionSettings) -> ContextPolicy:
-    """The run's context budget: the request's settings, the window from the model."""
+async def _context_policy(
+    service: RunService, settings: CompactionSettings, cap: OutputCap
+) -> ContextPolicy:
+    """The run's context budget: the request's settings, the window from the model, and
+    the run's outputs folder keeping each pruned output whole."""
     if not settings.enabled:
         return ContextPolicy(enabled=False)
     summary_model = None
@@ -172,6 +175,7 @@ async def _context_policy(service: RunService, settings: CompactionSettings) -> 
             compact_at=settings.compact_at,
             keep_recent_iterations=settings.keep_recent_iterations,
             summary_model=summary_model,
+            keep_output=cap.keep,
         )
     except ValueError as exc:
         raise RunRequestError("compaction", str(exc)) from None
