@@ -12,6 +12,8 @@ import re
 from pathlib import Path
 from typing import Any
 
+from . import _cli_mcp
+
 
 def _tcp(value: str) -> tuple[str, int]:
     host, sep, port = value.rpartition(":")
@@ -108,6 +110,7 @@ def build_parser() -> argparse.ArgumentParser:
     config = sub.add_parser("config", help="the effective settings and where each comes from")
     config.add_argument("--json", action="store_true")
     _add_models_and_keys(sub)
+    _cli_mcp.add_parser(sub)
     _add_serve(sub)
     return parser
 

@@ -37,7 +37,7 @@ EXIT_CLOSED = 141
 SIGPIPE)."""
 
 
-_NO_MODEL = (None, "runs", "config", "models", "keys", "demo")
+_NO_MODEL = (None, "runs", "config", "models", "keys", "demo", "mcp")
 """Commands that build no model, so need no key source (``demo``'s daemon, a
 ``cleveragents serve`` of its own, installs it there)."""
 
@@ -125,6 +125,7 @@ def _command(args: argparse.Namespace) -> int:
         args.command is None
         or (args.command == "runs" and args.runs_command is None)
         or (args.command == "keys" and args.keys_command is None)
+        or (args.command == "mcp" and args.mcp_command is None)
     ):
         args.print_help()  # a bare command shows what it can do
         return 0
@@ -148,6 +149,10 @@ def _command(args: argparse.Namespace) -> int:
             return run_demo(_state_dir(args.state_dir), workspace, args.protocol)
         if args.command == "config":
             return config_command(args)
+        if args.command == "mcp":
+            from ._cli_mcp import mcp_command
+
+            return mcp_command(args)
         if args.command in ("models", "keys"):
             from ._cli_keys import keys_command, models_command
 
