@@ -12,12 +12,12 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from cleveragents import daemon, mcp, rpc, runs, workspace
+from cleveragents import checkpoints, daemon, mcp, rpc, runs, workspace
 from cleveragents.llm import errors as llm_errors
 from cleveragents.tool import CleverAgentsError, error_classes
 
 TYPESCRIPT_FILE = "protocol.ts"
-_LAYERS = (daemon, llm_errors, mcp, rpc, runs, workspace)  # imported for their error classes
+_LAYERS = (checkpoints, daemon, llm_errors, mcp, rpc, runs, workspace)  # imported for their error classes
 
 
 def wire_errors() -> tuple[type[CleverAgentsError], ...]:
