@@ -76,6 +76,7 @@ PUBLIC: dict[str, set[str]] = {
     "cleveragents.checkpoints": {
         "Checkpoint", "CheckpointError", "CheckpointNotFoundError", "CheckpointSettings",
         "CheckpointStore", "DiffResult", "FileChange", "Note", "PruneResult", "RestoreResult",
+        "diffstat", "diffstat_totals", "quote_path",
     },
     "cleveragents.runs": {
         "COLLECTOR", "DEFAULT_MAX_ITERATIONS", "DEFAULT_MAX_TOOL_OUTPUT_BYTES",

@@ -9,6 +9,8 @@
 * :class:`CheckpointSettings`: the caps and the retention, frozen.
 * The values returned: :class:`Checkpoint`, :class:`DiffResult` and :class:`FileChange`,
   :class:`RestoreResult`, :class:`PruneResult`, :class:`Note`.
+* :func:`diffstat`: a diff's files as git's ``--stat`` lines, which every face prints;
+  :func:`quote_path`: a path as git quotes it there.
 * :class:`CheckpointError` (-32031) and :class:`CheckpointNotFoundError` (-32032).
 
 The store is content-addressed (SHA-256 contents, one tree per directory, as git's) in
@@ -32,6 +34,7 @@ from ._model import (
     PruneResult,
     RestoreResult,
 )
+from ._stat import diffstat, diffstat_totals, quote_path
 from ._store import CheckpointStore
 
 __all__ = [
@@ -45,4 +48,7 @@ __all__ = [
     "Note",
     "PruneResult",
     "RestoreResult",
+    "diffstat",
+    "diffstat_totals",
+    "quote_path",
 ]
