@@ -127,7 +127,7 @@ async def stdio_channel(
             argv,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
-            stderr=errlog,
+            stderr=errlog if errlog is not None else subprocess.DEVNULL,
             env=dict(env),
             cwd=cwd,
             start_new_session=True,
@@ -138,7 +138,8 @@ async def stdio_channel(
             os.close(report_r)
         raise
     finally:
-        errlog.close()
+        if errlog is not None:
+            errlog.close()
         if report_w != -1:
             os.close(report_w)
     server_pid = None
