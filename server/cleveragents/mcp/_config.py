@@ -49,6 +49,19 @@ def _tuple(value: Iterable[str]) -> tuple[str, ...]:
     return tuple(value)
 
 
+def _args(value: Iterable[str]) -> tuple[str, ...]:
+    """A server's arguments: a list of strings. One string is refused, not split (into
+    characters, as it was, nor by a shell's rules the user did not ask for)."""
+    if isinstance(value, str | bytes):
+        raise McpConfigError(
+            "args", f"must be a list of strings, not one string ({value!r}): give each "
+            "argument as its own item, e.g. [\"-y\", \"some-server\"]",
+        )  # fmt: skip
+    if not isinstance(value, Iterable) or isinstance(value, Mapping):
+        raise McpConfigError("args", f"must be a list of strings, not {type(value).__name__}")
+    return tuple(value)
+
+
 def _optional_tuple(value: Iterable[str] | None) -> tuple[str, ...] | None:
     return None if value is None else _tuple(value)
 
@@ -81,7 +94,7 @@ class McpServerConfig:
 
     name: str
     command: str | None = None
-    args: tuple[str, ...] = attrs.field(default=(), converter=_tuple)
+    args: tuple[str, ...] = attrs.field(default=(), converter=_args)
     env: Mapping[str, str] = attrs.field(
         factory=dict, converter=_frozen_map, repr=_redacted, hash=False
     )

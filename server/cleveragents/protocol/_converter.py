@@ -15,6 +15,7 @@ from typing import Any, TypeVar
 
 import attrs
 import cattrs
+from cattrs.errors import IterableValidationError, IterableValidationNote
 from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, override
 
 from ..tool import ToolCallRecord
@@ -76,6 +77,35 @@ def _strict_dict(value: Any, _: type) -> dict[str, Any]:
     return value
 
 
+def _is_list(type_: Any) -> bool:
+    origin: Any = typing.get_origin(type_)
+    return origin is list
+
+
+def _strict_list_hook(type_: Any, converter: cattrs.Converter) -> Any:
+    """``list[T]`` from a JSON array only: cattrs would take any iterable, so a string
+    became a list of its characters (``"args": "a string"``)."""
+    (item,) = typing.get_args(type_) or (Any,)
+    structure_item = converter.get_structure_hook(item)
+
+    def hook(value: Any, _: type) -> list[Any]:
+        if not isinstance(value, list):
+            raise TypeError(f"expected an array, got {_json_type(value)}")
+        out, errors = [], []
+        for index, element in enumerate(value):
+            try:
+                out.append(structure_item(element, item))
+            except Exception as exc:  # noqa: BLE001 - gathered as cattrs gathers them
+                note = IterableValidationNote(f"Structuring {type_} @ index {index}", index, item)
+                exc.__notes__ = [*getattr(exc, "__notes__", []), note]
+                errors.append(exc)
+        if errors:
+            raise IterableValidationError(f"While structuring {type_!r}", errors, type_)
+        return out
+
+    return hook
+
+
 def make_converter() -> cattrs.Converter:
     converter = cattrs.Converter(forbid_extra_keys=False)
     # JSON is strict about types; cattrs would happily turn "3" into 3.
@@ -84,6 +114,7 @@ def make_converter() -> cattrs.Converter:
     converter.register_structure_hook(float, _strict_float)
     converter.register_structure_hook(bool, _strict_bool)
     converter.register_structure_hook_func(lambda t: t == dict[str, Any], _strict_dict)
+    converter.register_structure_hook_factory(_is_list, lambda t: _strict_list_hook(t, converter))
     unions: list[tuple[Any, Any]] = [
         (str | dict[str, Any], _str_or_object),
         (str | int, _str_or_int),

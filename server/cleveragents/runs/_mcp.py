@@ -4,13 +4,15 @@ layer, kept current when a server's list changes.
 The MCP protocol is ``cleveragents.mcp``'s; the faces turn their wire entries into
 ``McpServerConfig`` objects. A server that fails never fails the service or a run: its
 status says why. Servers are code the client chose to run, started unconfined; their
-environment is the shell's allow-list (never the process's own, so provider keys stay
-out) plus their ``env``.
+environment (:func:`server_env`) is the shell's allow-list with the user's real ``HOME``
+and the CA and proxy variables (never the process's own environment, so provider keys
+stay out), plus their ``env``.
 """
 
 from __future__ import annotations
 
 import asyncio
+import os
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Literal
@@ -19,8 +21,36 @@ import attrs
 
 from ..mcp import McpServer, McpServerConfig
 from ..tool import ToolNotFoundError, ToolRegistry
+from ..workspace.shell import default_env
 
 Scope = Literal["daemon", "run"]
+
+_NETWORK_BASES = (
+    "SSL_CERT_FILE", "SSL_CERT_DIR", "REQUESTS_CA_BUNDLE", "NODE_EXTRA_CA_CERTS",
+    "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY",
+)  # fmt: skip
+NETWORK_ENV_NAMES: tuple[str, ...] = tuple(
+    name for base in _NETWORK_BASES for name in (base, base.lower())
+)
+"""What a server that downloads (``npx``, ``uvx``) or calls out needs beyond the shell's
+allow-list: a corporate CA, a proxy. Passed when set in the process's environment."""
+
+
+def server_env(pass_env: Sequence[str] = ()) -> dict[str, str]:
+    """A stdio MCP server's base environment: the shell's allow-list (``PATH``, ``LANG``,
+    ``LC_*``, ``TERM``, ``TZ``, then ``pass_env``), the user's real ``HOME``, and
+    :data:`NETWORK_ENV_NAMES`.
+
+    ``HOME`` is the user's, not the workspace (the shell's): servers are not confined, so
+    a workspace ``HOME`` bought no safety and left ``npx``'s and ``uvx``'s caches
+    (``.npm/``, ``.cache/``, ``.local/``) in the user's project. Built by allow-list
+    like the shell's, so provider keys and anything else of the process's stay out.
+    """
+    home = os.environ.get("HOME") or os.path.expanduser("~")
+    env = default_env(home, pass_env)
+    env.update({name: os.environ[name] for name in NETWORK_ENV_NAMES if name in os.environ})
+    env["HOME"] = home
+    return env
 
 
 @attrs.frozen

@@ -16,7 +16,6 @@ import asyncio
 import logging
 import time
 from collections.abc import Callable, Sequence
-from pathlib import Path
 from typing import Any
 
 from ..llm import get_provider
@@ -37,10 +36,9 @@ from ..tool import (
     ToolSpec,
 )
 from ..transcripts import RunNotFoundError, RunStateError, TranscriptStore
-from ..workspace.shell import default_env
 from ._collector import POLICY as COLLECTOR
 from ._errors import StateDirError
-from ._mcp import McpServers
+from ._mcp import McpServers, server_env
 from ._prepare import Prepared, prepare
 from ._request import RunRequest
 from ._run import TRANSCRIPT_FAILED, Run, RunHandle, RunObserver
@@ -104,7 +102,7 @@ class RunService:
         session, the service one per run that names its own)."""
         folders = self.settings.workspace_folders
         root = folders[0] if folders else None
-        env = default_env(root or str(Path.home()), self.settings.shell_env)
+        env = server_env(self.settings.shell_env)
         log_dir = self.settings.state_dir / "mcp"
         return McpServers(scope, layer, log_dir, env, root, self._on_tools_changed)
 
