@@ -237,3 +237,20 @@ def test_a_cut_output_is_kept_0600_and_never_through_a_planted_link(tmp_path: Pa
     assert isinstance(text, str)
     assert "could not be kept" in text
     assert list(outside.iterdir()) == []
+
+
+def test_what_a_run_keeps_on_disk_is_bounded(tmp_path: Path) -> None:
+    """Past the run's budget an output is still cut, but no longer kept: a tool that
+    answers its largest output in a loop cannot fill the disk (issue 25, item 2)."""
+    state = StateDir(tmp_path / "state")
+    cap = OutputCap(state, "run-1", 16, max_kept_bytes=250)
+    texts = [cap("t", f"c{i}", "x" * 100) for i in range(3)]
+    kept = sorted((tmp_path / "state" / "outputs" / "run-1").iterdir())
+    assert [p.name for p in kept] == ["00001-c0.txt", "00002-c1.txt"]
+    assert all(isinstance(t, str) and str(p) in t for t, p in zip(texts, kept, strict=False))
+    last = texts[2]
+    assert isinstance(last, str)
+    assert last.startswith("x" * 16)
+    assert "could not be kept (this run already keeps 200 bytes of outputs, at most 250)" in last
+    assert cap.keep("c9", "t", "y" * 100) is None
+    assert cap.keep("c9", "t", "y" * 50) is not None

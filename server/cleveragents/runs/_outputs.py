@@ -12,6 +12,11 @@ string output (its text as is), where ``N`` numbers the run's cut outputs from 1
 The file is created beneath the state dir's pinned descriptor, ``O_EXCL`` and 0600, in
 0700 folders reached without following a link (:mod:`cleveragents.statedir`): a link
 planted at ``outputs`` or at the run's folder is refused, never written through.
+
+What a run keeps on disk is bounded too: at most :data:`MAX_KEPT_BYTES_PER_RUN` bytes
+of outputs (cut ones and pruned ones alike). Past it an output is still cut for the
+record and the model, but not kept; its note says why. A tool (an MCP server, a client
+tool) answering its largest allowed output in a loop fills no disk.
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ import json
 import logging
 import os
 import re
+import threading
 from pathlib import Path
 
 from ..statedir import StateDir, write_all
@@ -32,6 +38,8 @@ DEFAULT_MAX_TOOL_OUTPUT_BYTES = 1024 * 1024
 MAX_TOOL_OUTPUT_BYTES = 16 * 1024 * 1024
 """The highest cap a client may set: a record quotes its output's JSON text, which at most
 doubles it when escaped again, and must still fit one 64 MiB frame with room to spare."""
+MAX_KEPT_BYTES_PER_RUN = 256 * 1024 * 1024
+"""The most a run keeps under ``STATE_DIR/outputs/RUN_ID/`` (see the module docstring)."""
 
 _encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
@@ -46,12 +54,21 @@ class NonFiniteOutputError(ToolError):
 class OutputCap:
     """The output filter of one run (see the module docstring)."""
 
-    def __init__(self, state: StateDir, run_id: str, max_bytes: int) -> None:
+    def __init__(
+        self,
+        state: StateDir,
+        run_id: str,
+        max_bytes: int,
+        max_kept_bytes: int = MAX_KEPT_BYTES_PER_RUN,
+    ) -> None:
         self.state = state
         self.run_id = run_id
         self.outputs_dir = state.path / "outputs" / run_id
         self.max_bytes = max_bytes
+        self.max_kept_bytes = max_kept_bytes
         self._kept = itertools.count(1)
+        self._kept_bytes = 0
+        self._lock = threading.Lock()  # the filter may run in a tool's thread
 
     def __call__(self, tool_name: str, call_id: str, output: JSONValue) -> JSONValue:
         if output is None or isinstance(output, bool | int):
@@ -84,11 +101,19 @@ class OutputCap:
         return str(path)
 
     def _write(self, call_id: str, data: bytes, suffix: str) -> tuple[Path, str | None]:
-        """Write ``data`` as the run's next kept output: its path, and the OS error's text
-        when it could not be written."""
+        """Write ``data`` as the run's next kept output: its path, and why it was not
+        written (the run's budget spent, the OS error's text) when it was not."""
         # Numbered: call ids may repeat in a run (a model may reuse them), or differ only
         # in characters a file name cannot hold; no kept output may overwrite another's.
-        name = f"{next(self._kept):05d}-{_UNSAFE.sub('_', call_id)[:100] or 'call'}{suffix}"
+        with self._lock:
+            if self._kept_bytes + len(data) > self.max_kept_bytes:
+                why = (
+                    f"this run already keeps {self._kept_bytes} bytes of outputs, "
+                    f"at most {self.max_kept_bytes}"
+                )
+                return self.outputs_dir, why
+            self._kept_bytes += len(data)
+            name = f"{next(self._kept):05d}-{_UNSAFE.sub('_', call_id)[:100] or 'call'}{suffix}"
         path = self.outputs_dir / name
         try:
             folder = self.state.folder("outputs", self.run_id, create=True)
@@ -100,6 +125,8 @@ class OutputCap:
             finally:
                 os.close(fd)
         except OSError as exc:
+            with self._lock:
+                self._kept_bytes -= len(data)
             return path, str(exc.strerror or exc)
         return path, None
 
