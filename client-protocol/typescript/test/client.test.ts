@@ -432,6 +432,30 @@ test("typed events and $/progress are subscriptions that dispose; onDidExit repo
     }
   });
 
+test("onDidReceiveReasoningDelta hears the model's reasoning before the text it preceded",
+  { timeout: TEST_TIMEOUT_MS }, async () => {
+    const model = script(
+      { reasoning: "The echo tool answers this.", content: "Echoing.", toolCalls: [call("client/echo")] },
+      { reasoning: "It answered.", content: "done" },
+    );
+    await withDaemon({ model, automationProfile: "trusted" }, async ({ client }) => {
+      await client.registerTool(ECHO, (input) => input);
+      const heard: string[] = [];
+      const subscriptions = [
+        client.onDidReceiveReasoningDelta((e) => heard.push(`${e.iteration} reasoning ${e.text}`)),
+        client.onDidReceiveMessageDelta((e) => heard.push(`${e.iteration} text ${e.text}`)),
+      ];
+      const result = await within(client.run("go", { runId: "ts-reasoning" }), "run");
+      assert.equal(result.status, "completed");
+      assert.deepEqual(heard, [
+        "1 reasoning The echo tool answers this.", "1 text Echoing.",
+        "2 reasoning It answered.", "2 text done",
+      ]);
+      assert.equal(result.content, "done"); // reasoning is never part of the answer
+      for (const subscription of subscriptions) subscription.dispose();
+    });
+  });
+
 test("the public surface: exports, one vscode-jsonrpc, and every error code",
   { timeout: TEST_TIMEOUT_MS }, () => {
     assert.deepEqual(Object.keys(index).sort(), [
