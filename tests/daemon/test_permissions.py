@@ -3,9 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
 
 from cleveragents.protocol import methods as m
-from cleveragents.tool import ToolPermissionError
+from cleveragents.tool import PermissionQuery, ToolActorContext, ToolPermissionError
 from kit.lsp import Session
 from kit.models import call, scripted
 
@@ -143,5 +148,65 @@ async def test_a_custom_profile_from_initialization_options_governs_a_run(tmp_pa
             "prompt": "go", "model": writes("a.txt"), "automationProfile": "nope"})  # fmt: skip
         assert unknown["error"]["code"] == -32024
         assert "read-only" in unknown["error"]["message"]  # the valid names include it
+    finally:
+        await daemon.kill()
+
+
+def _shell(command: str) -> dict[str, object]:
+    return scripted({"toolCalls": [call("builtin/shell", command=command)]}, {"content": "done"})
+
+
+def test_a_wire_profile_carries_unconfined_root(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``unconfinedRoot`` on the wire is the Python profiles' ``unconfined_root``: the one
+    way a client lets an unconfined shell run while the daemon is root."""
+    from cleveragents.daemon._server import _custom_profiles
+    from cleveragents.protocol import structure, wire
+    from cleveragents.workspace import ProfilePolicy, ShellTool, get_profile, profiles
+
+    monkeypatch.setattr(profiles, "running_as_root", lambda: True)
+    options = structure(
+        {"profiles": {
+            "root-ok": {"read": "allow", "write": "allow", "execute": "allow",
+                        "unconfinedRoot": True},
+            "plain": {"read": "allow", "write": "allow", "execute": "allow"}}},
+        wire.InitializationOptions,
+    )  # fmt: skip
+    custom = _custom_profiles(options)
+    assert custom is not None
+    spec = ShellTool(bwrap=None).spec()
+    query = PermissionQuery(spec, {}, "c", 1, ToolActorContext(sandbox_root="/ws"))
+    assert get_profile("root-ok", custom).unconfined_root is True
+    assert ProfilePolicy(get_profile("root-ok", custom)).authorize(query) is None
+    refusal: Any = ProfilePolicy(get_profile("plain", custom)).authorize(query)
+    if refusal is not None and not isinstance(refusal, str):
+        refusal = asyncio.run(refusal)
+    assert isinstance(refusal, str)
+    assert "as root" in refusal
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the daemon must really run as root")
+async def test_as_root_only_a_profile_with_unconfined_root_runs_an_unconfined_shell(
+    tmp_path: Path,
+) -> None:
+    from kit.rawpeer import RawDaemon
+
+    (tmp_path / "ws").mkdir()
+    daemon = await RawDaemon.start(
+        tmp_path / "ws", tmp_path / "state", env={"CLEVERAGENTS_BWRAP": "off"},
+        options={"profiles": {"root-ok": {"read": "allow", "write": "allow",
+                                          "execute": "allow", "unconfinedRoot": True}}},
+    )  # fmt: skip
+    try:
+        refused = await daemon.call(2, "run/start", {
+            "prompt": "go", "model": _shell("touch refused"), "automationProfile": "full-auto"})  # fmt: skip
+        (record,) = refused["result"]["toolCallHistory"]
+        assert (record["success"], record["errorCode"]) == (False, ToolPermissionError.code)
+        assert "as root" in record["error"]
+        ran = await daemon.call(3, "run/start", {
+            "prompt": "go", "model": _shell("touch ran"), "automationProfile": "root-ok"})  # fmt: skip
+        (record,) = ran["result"]["toolCallHistory"]
+        assert record["success"] is True, record
+        assert (tmp_path / "ws" / "ran").exists()
+        assert not (tmp_path / "ws" / "refused").exists()
     finally:
         await daemon.kill()

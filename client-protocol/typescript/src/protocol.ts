@@ -51,6 +51,7 @@ export interface CustomProfile {
   execute: Decision;
   requiresConfinedShell?: boolean;
   neverAsk?: boolean;
+  unconfinedRoot?: boolean;
   description?: string;
 }
 
@@ -637,4 +638,8 @@ export const ErrorCodes = {
   StateDirError: -32029,
   /** The run was cancelled before the call finished. */
   ToolCancelledError: -32030,
+  /** The checkpoint store cannot do what was asked (see the message). */
+  CheckpointError: -32031,
+  /** No checkpoint of that id in this workspace's store (or a malformed id). */
+  CheckpointNotFoundError: -32032,
 } as const;

@@ -314,7 +314,8 @@ def _custom_profiles(options: wire.InitializationOptions) -> dict[str, Any] | No
         name: {
             "read": p.read, "write": p.write, "execute": p.execute,
             "requires_confined_shell": bool(p.requires_confined_shell),
-            "never_ask": bool(p.never_ask), "description": p.description or "",
+            "never_ask": bool(p.never_ask), "unconfined_root": bool(p.unconfined_root),
+            "description": p.description or "",
         }
         for name, p in options.profiles.items()
     }  # fmt: skip

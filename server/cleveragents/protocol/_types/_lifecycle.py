@@ -27,6 +27,10 @@ class CustomProfile:
     """``true``: an unconfined ``builtin/shell`` is asked instead of allowed. Default ``false``."""
     never_ask: bool | None = opt()
     """``true``: whatever would be asked is refused instead. Default ``false``."""
+    unconfined_root: bool | None = opt()
+    """``true``: while the daemon runs as root, an unconfined ``builtin/shell`` is decided
+    as ``execute`` says instead of refused outright (it would act as root on the whole
+    machine). Default ``false``; no built-in profile sets it."""
     description: str | None = opt()
     """Free text."""
 
