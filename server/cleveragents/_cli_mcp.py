@@ -69,7 +69,7 @@ def _build_list(parser: Any) -> None:
 def _build_add(parser: Any) -> None:
     parser.add_argument("name", metavar="NAME", help="the server's name (letters, digits, _ and -)")
     parser.add_argument(
-        "command", nargs=argparse.REMAINDER, metavar="-- COMMAND [ARGS...]",
+        "server_command", nargs="*", metavar="-- COMMAND [ARGS...]",
         help="a stdio server's command and arguments, after --",
     )  # fmt: skip
     parser.add_argument("--url", help="a streamable HTTP server's URL (instead of a command)")
@@ -122,3 +122,13 @@ SUBCOMMANDS += [
     ("revoke", "forget approvals of this workspace's .mcp.json servers",
      _build_revoke, "cleveragents._mcp_commands:revoke_command"),
 ]  # fmt: skip
+
+
+def take_extras(args: argparse.Namespace, extras: list[str]) -> list[str]:
+    """``mcp add NAME --env A=1 -- COMMAND ARGS``: argparse leaves what follows ``--`` over
+    once options came between the name and it; it is the server's command. The extras
+    nobody takes are returned (an error, as argparse would give)."""
+    if getattr(args, "mcp_command", None) == "add" and extras[:1] == ["--"]:
+        args.server_command = [*args.server_command, *extras[1:]]
+        return []
+    return extras

@@ -163,6 +163,7 @@ def _add_run(sub: Any) -> None:
         help="also write the answer (the run's last text) to FILE",
     )  # fmt: skip
     run.add_argument("--state-dir", type=Path, metavar="DIR", help="where transcripts go")
+    _add_mcp_flags(run)
     run.add_argument(
         "--continue", dest="continue_", action="store_true",
         help="continue the latest run in this workspace, or RUN_ID (or a unique prefix of 4+ "
@@ -212,10 +213,25 @@ def _add_chat(sub: Any) -> None:
     chat.add_argument(
         "--state-dir", type=Path, metavar="DIR", help="where transcripts and the chat history go"
     )
+    _add_mcp_flags(chat)
     chat.add_argument(
         "--continue", dest="continue_", nargs="?", const="", metavar="RUN_ID",
         help="go on with the latest run in this workspace, or RUN_ID (or a unique prefix of 4+ "
         "characters); its model, profile and workspace are reused unless given",
+    )  # fmt: skip
+
+
+def _add_mcp_flags(command: Any) -> None:
+    command.add_argument(
+        "--mcp", action="append", default=[], metavar="'NAME=COMMAND ARGS'",
+        help="start an MCP server for this run: its command and arguments split as a shell "
+        "would (quote the whole value), or NAME=URL for streamable HTTP; repeatable",
+    )  # fmt: skip
+    command.add_argument(
+        "--mcp-config", action="append", default=[], type=Path, metavar="FILE",
+        help='MCP servers from a JSON file shaped as .mcp.json ({"mcpServers": {...}}); '
+        "repeatable. config.toml's [mcp_servers.NAME] and the workspace's approved "
+        ".mcp.json servers start too (cleveragents mcp list)",
     )  # fmt: skip
 
 

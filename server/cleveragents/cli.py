@@ -70,6 +70,10 @@ def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
     and the rest are added to them here. Raises ``SystemExit`` as argparse does."""
     parser = build_parser()
     args, extras = parser.parse_known_args(argv)
+    if args.command == "mcp":  # `mcp add NAME [flags] -- COMMAND ARGS`
+        from ._cli_mcp import take_extras
+
+        extras = take_extras(args, extras)
     if extras:
         if args.command == "keys":  # one of them may be a key: never echoed
             print("cleveragents keys: unexpected arguments (not shown: one may be a key); "
@@ -136,12 +140,12 @@ def _command(args: argparse.Namespace) -> int:
             gc.disable()
             from .client.commands import run_command
 
-            return run_command(run_options(args))
+            return run_command(with_mcp(args, run_options(args)))
         if args.command == "chat":
             gc.disable()  # as for run: run_chat turns the collector back on
             from .client._chat import run_chat
 
-            return run_chat(chat_options(args))
+            return run_chat(with_mcp(args, chat_options(args)))
         if args.command == "demo":
             from .client.demo import run_demo
 
@@ -275,6 +279,21 @@ def run_options(args: argparse.Namespace) -> Any:
         stdin_taken=stdin_taken, output_file=_output_file(args.output),
         reasoning=args.reasoning, limits=_limits(args),
     )  # fmt: skip
+
+
+def with_mcp(args: argparse.Namespace, options: Any) -> Any:
+    """``options`` with the MCP servers the run starts: ``--mcp``, ``--mcp-config``,
+    ``config.toml``'s tables and the workspace's approved ``.mcp.json`` servers (asked
+    about on the terminal when new; ``_mcp_commands``)."""
+    import attrs
+
+    from ._mcp_commands import McpUsageError, servers_for_run
+
+    try:
+        servers = servers_for_run(options.workspace, options.state_dir, args.mcp, args.mcp_config)
+    except McpUsageError as exc:
+        raise UsageError(str(exc)) from None
+    return attrs.evolve(options, mcp_servers=servers)
 
 
 def _limits(args: argparse.Namespace) -> Any:

@@ -106,6 +106,8 @@ class ChatOptions:
     """Whether the model's reasoning is shown (``--no-reasoning``: not)."""
     limits: UsageLimits | None = None
     """Each message's ``--max-tool-calls``, ``--deadline``, ``--max-tokens``."""
+    mcp_servers: tuple[Any, ...] = ()
+    """The MCP servers the chat starts, once, for all its messages (as ``run``'s)."""
 
 
 @attrs.define
@@ -421,7 +423,10 @@ def describe(model: str | dict[str, Any]) -> str:
 async def _chat(options: ChatOptions, tools: list[ToolSpec]) -> int:
     from ._chat_input import LineEditor
 
-    settings = RunSettings(state_dir=options.state_dir, workspace_folders=(str(options.workspace),))
+    settings = RunSettings(
+        state_dir=options.state_dir, workspace_folders=(str(options.workspace),),
+        mcp_servers=tuple(options.mcp_servers),
+    )  # fmt: skip
     service = RunService(settings, tools)
     editor = LineEditor(options.state_dir)
     chat = Chat(options, service, editor.read)

@@ -1,7 +1,8 @@
 """The command line's settings: flags, then environment, then the config file.
 
 ``$XDG_CONFIG_HOME/cleveragents/config.toml`` (default ``~/.config/...``) is optional;
-its top-level keys are ``model`` (a spec string), ``profile`` and ``state_dir``. Each
+its top-level keys are ``model`` (a spec string), ``profile`` and ``state_dir``, and its
+``[mcp_servers.NAME]`` tables (read and checked by ``cleveragents._mcp_files``). Each
 setting remembers where it came from, which ``cleveragents config`` prints. A bad file
 (not TOML, an unknown key, a value that is not a string) is a :class:`ConfigError`
 naming the file and the key: a typo must not be silently ignored.
@@ -26,6 +27,7 @@ ENV_VARS = {
 }
 FLAGS = {"model": "--model", "profile": "--profile", "state_dir": "--state-dir"}
 DEFAULT_PROFILE = "supervised"
+TABLES = "mcp_servers"
 
 
 class ConfigError(Exception):
@@ -65,8 +67,11 @@ def load_file(path: Path) -> dict[str, str]:
         raise ConfigError(f"{path} is not valid TOML: {exc}") from None
     out: dict[str, str] = {}
     for key, value in data.items():
+        if key == TABLES:
+            continue  # the MCP servers' tables: ``cleveragents._mcp_files`` checks them
         if key not in KEYS:
-            raise ConfigError(f"{path}: unknown key {key!r} (known: {', '.join(KEYS)})")
+            known = ", ".join((*KEYS, TABLES))
+            raise ConfigError(f"{path}: unknown key {key!r} (known: {known})")
         if not isinstance(value, str):
             raise ConfigError(f"{path}: {key} must be a string, got {type(value).__name__}")
         out[key] = value

@@ -124,6 +124,9 @@ class RunOptions:
     """Whether the model's reasoning is shown (``--no-reasoning``: not)."""
     limits: UsageLimits | None = None
     """``--max-tool-calls``, ``--deadline``, ``--max-tokens``."""
+    mcp_servers: tuple[Any, ...] = ()
+    """The MCP servers the run starts (``McpServerConfig``: ``--mcp``, ``--mcp-config``,
+    ``config.toml``, the workspace's approved ``.mcp.json``)."""
 
 
 def flag_words(message: str) -> str:
@@ -352,7 +355,10 @@ async def _run(options: RunOptions, tools: list[ToolSpec]) -> int:
     log = _ViewLog(view)
     log.addFilter(log_scrubber())  # secrets and URL credentials, whatever logger wrote
     logging.getLogger().addHandler(log)
-    settings = RunSettings(state_dir=options.state_dir, workspace_folders=(str(options.workspace),))
+    settings = RunSettings(
+        state_dir=options.state_dir, workspace_folders=(str(options.workspace),),
+        mcp_servers=tuple(options.mcp_servers),
+    )  # fmt: skip
     service = RunService(settings, tools)
     watch_pipe(sys.stdout, session.stdout)
     try:
