@@ -145,3 +145,29 @@ async def test_a_conversation_moves_across_four_providers_and_back_dropping_fore
     thinking = [b for b in blocks if b["type"] == "thinking"]
     assert [b["thinking"] for b in thinking] == [CLAUDE_THOUGHT, "Done."]
     assert all(b["signature"] for b in thinking)
+
+
+async def test_a_scripted_conversation_continued_on_claude_gives_it_the_reasoning_as_text(
+    service: RunService,
+) -> None:
+    """The scripted model stamps its answers with its spec (``scripted:<inline>``), so
+    its reasoning, which has no state, reaches another model as text, not nowhere."""
+    scripted = {"provider": "scripted", "script": [
+        {"reasoning": "Echo seven.", "content": "Echoing.",
+         "toolCalls": [{"name": "t/echo", "arguments": {"n": 7}}]},
+        {"content": "Seven."},
+    ]}  # fmt: skip
+    handle = await service.start(
+        RunRequest(prompt="Echo seven.", model=scripted, run_id="s1", automation_profile="trusted")
+    )
+    assert (await handle.result()).status == "completed"
+
+    claude = FakeAnthropic([], final=ClaudeTurn(thinking=("Fine.",), text="Claude here."))
+    sonnet = {"provider": "anthropic", "model": "claude-sonnet-4-5",
+              "reasoning": {"budgetTokens": 2048}}  # fmt: skip
+    result, [sent] = await run(service, claude, sonnet, "s2", "s1")
+    assert outcome(result) == ("completed", "Claude here.")
+    assert claude.refusals == []
+    said = sent["messages"][1]
+    assert said["role"] == "assistant"
+    assert said["content"][0]["text"] == "<thinking>\nEcho seven.\n</thinking>\n\nEchoing."

@@ -30,6 +30,10 @@ class ScriptedModel:
     context_window: int | None = None
     """Unlimited unless the spec's ``contextWindow`` says (a run's budget reads it)."""
     max_output_tokens: int | None = None
+    origin: str | None = None
+    """The model its answers are stamped with (``scripted:PATH``, set from the spec): a
+    conversation continued on another model then gets their reasoning as text, as from
+    any provider. ``None`` (a model built here directly): not stamped."""
 
     def __init__(self, turns: Sequence[Mapping[str, Any]]) -> None:
         if isinstance(turns, (str, bytes)) or not isinstance(turns, Sequence) or not turns:
@@ -70,6 +74,7 @@ class ScriptedModel:
             ],
             usage=attrs.evolve(turn.usage) if turn.usage is not None else None,
             reasoning=[Reasoning(turn.reasoning)] if turn.reasoning else [],
+            origin=self.origin,
         )
 
 

@@ -20,6 +20,7 @@ def build(spec: ModelSpec) -> LLMCaller:
     else:
         model = ScriptedModel.from_file(spec.path)
     model.context_window = spec.context_window  # unlimited unless the spec says
+    model.origin = spec.describe()
     return model
 
 
