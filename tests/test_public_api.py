@@ -19,7 +19,7 @@ PUBLIC: dict[str, set[str]] = {
         "DuplicateToolError", "EventSink", "InvalidToolNameError", "IterationFinished",
         "IterationStarted", "MessageDelta", "ReasoningDelta", "AssistantMessage", "Reasoning",
         "ProviderState", "RunError", "RunEvent", "RunFinished", "RunResult",
-        "RunStarted", "RunStatus", "ToolCallFinished", "ToolCallStarted",
+        "RunStarted", "RunStatus", "ToolCallFinished", "ToolCallStarted", "ToolCallProgress",
         "JSONValue", "JsonRpcCode", "LLMCaller", "LLMRequest", "LLMResponse", "Message",
         "NullEventSink", "PermissionOutcome", "PermissionQuery", "ProviderFormat",
         "ProviderStreamError", "SchemaDefinitionError", "StageObserver", "ToolActivationError",
@@ -58,6 +58,7 @@ PUBLIC: dict[str, set[str]] = {
         "RESTARTS_PER_MINUTE", "SDK_MISSING", "SERVER_NAME_PATTERN", "McpConfigError",
         "McpServer", "McpServerConfig", "McpToolError", "ProtocolVersion", "Scope", "Status",
         "Transport", "Trust", "mcp_available",
+        "NO_HOOKS", "ClientHooks", "ElicitAction", "ElicitMode", "Elicitation", "ElicitationAnswer",
     },
     "cleveragents.transcripts": {
         "INTERRUPTED_MESSAGE", "META", "PROMPT_SUMMARY_MAX", "RunInterruptedError",
@@ -81,6 +82,7 @@ PUBLIC: dict[str, set[str]] = {
     "cleveragents.runs": {
         "COLLECTOR", "DEFAULT_MAX_ITERATIONS", "DEFAULT_MAX_TOOL_OUTPUT_BYTES",
         "MAX_TOOL_OUTPUT_BYTES", "AskUser", "CapabilityError", "CollectorPolicy",
+        "Elicit", "McpClientSide",
         "McpServerState", "McpServers", "PermissionPrompt", "RunHandle", "RunObserver",
         "RunRequest", "RunRequestError", "RunService", "RunSettings", "StateDirError",
         "model_spec", "prepare_process", "reserved", "CompactionSettings",

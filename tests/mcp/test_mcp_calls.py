@@ -11,6 +11,7 @@ import pytest
 import pytest_asyncio
 
 from cleveragents.mcp import McpServer, McpServerConfig, McpToolError
+from cleveragents.tool import CancelToken, ToolActorContext, ToolCallContext
 from kit.mcp import http_server, make_server, started, stdio
 from kit.paths import PLAIN_SERVER, SDK_SERVER
 from kit.wait import WAIT_S
@@ -56,7 +57,9 @@ async def test_a_spec_carries_the_servers_description_and_input_schema(shared: M
 async def test_structured_content_is_the_output_of_a_spec_handler(shared: McpServer) -> None:
     add = next(spec for spec in shared.tool_specs() if spec.name == "mcp:s/add")
     # The runner adds sandbox_root to the inputs; it is not the server's to see.
-    assert await add.handler({"a": 2, "b": 3, "sandbox_root": "/secret/root"}) == {"result": 5}
+    context = ToolCallContext("c1", "mcp:s/add", 1, {}, ToolActorContext(), CancelToken())
+    output = await add.handler({"a": 2, "b": 3, "sandbox_root": "/secret/root"}, context)
+    assert output == {"result": 5}
 
 
 async def test_a_single_text_block_is_the_output_as_a_string(shared: McpServer) -> None:
@@ -105,7 +108,8 @@ async def test_two_servers_with_the_same_tool_name_give_distinct_tools(tmp_path:
         assert "mcp:b/add" in names_b
         assert names_a.isdisjoint(names_b)
         add_b = next(spec for spec in b.tool_specs() if spec.name == "mcp:b/add")
-        assert await add_b.handler({"a": 40, "b": 2}) == {"result": 42}
+        context = ToolCallContext("c2", "mcp:b/add", 1, {}, ToolActorContext(), CancelToken())
+        assert await add_b.handler({"a": 40, "b": 2}, context) == {"result": 42}
     finally:
         await asyncio.gather(a.stop(), b.stop())
 

@@ -11,7 +11,7 @@ import pytest
 from cleveragents.mcp import McpServerConfig
 from cleveragents.mcp._link import RawResult
 from cleveragents.mcp._tools import build_specs, error_text, kind_of, output_of, selected
-from cleveragents.tool import ToolAnnotations
+from cleveragents.tool import CancelToken, ToolActorContext, ToolAnnotations, ToolCallContext
 from kit.mcp import started, stdio
 from kit.paths import PLAIN_SERVER
 
@@ -89,13 +89,19 @@ def test_specs_are_namespaced_by_server_and_bad_tools_are_skipped_with_a_reason(
 async def test_a_spec_handler_sends_the_models_arguments_without_reserved_keys() -> None:
     sent: list[tuple[str, dict[str, Any]]] = []
 
-    async def record(name: str, arguments: dict[str, Any]) -> Any:
+    calls: list[ToolCallContext] = []
+
+    async def record(name: str, arguments: dict[str, Any], call: ToolCallContext) -> Any:
         sent.append((name, arguments))
+        calls.append(call)
         return "done"
 
     specs, _ = build_specs(McpServerConfig("s", command="x"), [tool("t")], record)
-    assert await specs[0].handler({"a": 1, "sandbox_root": "/r", "resource_bindings": {}}) == "done"
+    context = ToolCallContext("c1", "mcp:s/t", 1, {}, ToolActorContext(), CancelToken())
+    inputs = {"a": 1, "sandbox_root": "/r", "resource_bindings": {}}
+    assert await specs[0].handler(inputs, context) == "done"
     assert sent == [("t", {"a": 1})]
+    assert calls == [context]  # the server's requests meanwhile are about this call
 
 
 @pytest.mark.parametrize(

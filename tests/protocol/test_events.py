@@ -23,6 +23,7 @@ from cleveragents.tool import (
     RunResult,
     RunStarted,
     ToolCallFinished,
+    ToolCallProgress,
     ToolCallRecord,
     ToolCallStarted,
     Usage,
@@ -40,13 +41,15 @@ SAMPLES: list[RunEvent] = [
     IterationFinished(3, "", 0, 0.5, None, run_id="r", seq=6),
     IterationFinished(4, "", 0, 0.5, None, 3_000, 128_000, run_id="r", seq=7),
     Compacted(5, "prune", 1000, 300, 0, run_id="r", seq=8),
+    ToolCallProgress("c1", 40, 100.0, "indexing", run_id="r", seq=9),
+    ToolCallProgress("c1", 0.5, run_id="r", seq=10),
 ]
 
 
 def test_every_core_run_event_but_iteration_started_has_its_notification() -> None:
     assert set(RUN_EVENTS) == {
         RunStarted, ReasoningDelta, MessageDelta, ToolCallStarted, ToolCallFinished,
-        IterationFinished, Compacted, RunFinished,
+        IterationFinished, Compacted, RunFinished, ToolCallProgress,
     }  # fmt: skip
     assert wire_notification(IterationStarted(1)) is None
     assert EventEncoder().encode(IterationStarted(1)) is None

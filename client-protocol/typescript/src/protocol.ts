@@ -23,6 +23,7 @@ export type ToolSource = "builtin" | "client" | "mcp";
 export interface ClientCapabilitiesCleverAgents {
   permissions?: boolean;
   llm?: boolean;
+  elicitation?: boolean;
 }
 
 /** Params of `run/compacted`. */
@@ -144,6 +145,23 @@ export interface McpAddParams {
 /** The names added; each server then starts in the background (see `mcp/servers`). */
 export interface McpAddResult {
   added: string[];
+}
+
+/** An MCP server asks the user for something, in the middle of a tool call (or outside any run). Sent only to a client that declared `capabilities.experimental.cleveragents.elicitation`; every other client's elicitations are declined for it. */
+export interface McpElicitParams {
+  server: string;
+  mode: "form" | "url";
+  message: string;
+  runId?: string;
+  requestedSchema?: Record<string, unknown>;
+  url?: string;
+  elicitationId?: string;
+}
+
+/** Result of `mcp/elicit`. */
+export interface McpElicitResult {
+  action: "accept" | "decline" | "cancel";
+  content?: Record<string, unknown>;
 }
 
 /** Params of `mcp/remove`. */
@@ -338,6 +356,16 @@ export interface ToolCallNotification {
   record: ToolCallRecord;
 }
 
+/** Params of `run/toolCallProgress`. */
+export interface ToolCallProgressNotification {
+  runId: string;
+  seq: number;
+  callId: string;
+  progress: number;
+  total?: number;
+  message?: string;
+}
+
 /** The record of one tool call, whatever its outcome. */
 export interface ToolCallRecord {
   toolName: string;
@@ -465,6 +493,8 @@ export const Methods = {
   RUN_MESSAGE_DELTA: "run/messageDelta",
   /** notification, daemon->client: A tool is about to execute. */
   RUN_TOOL_CALL_STARTED: "run/toolCallStarted",
+  /** notification, daemon->client: A running tool reported its progress. */
+  RUN_TOOL_CALL_PROGRESS: "run/toolCallProgress",
   /** notification, daemon->client: A tool call ended, whatever the outcome. */
   RUN_TOOL_CALL: "run/toolCall",
   /** notification, daemon->client: An iteration ended, its tools included. */
@@ -481,6 +511,8 @@ export const Methods = {
   PERMISSION_REQUEST: "permission/request",
   /** request, daemon->client: One LLM call on the editor's own model. */
   LLM_GENERATE: "llm/generate",
+  /** request, daemon->client: An MCP server asks the user (form or URL); needs the elicitation capability. */
+  MCP_ELICIT: "mcp/elicit",
   /** notification, client->daemon: Optional: text the editor's model streamed during llm/generate. */
   LLM_DELTA: "llm/delta",
 } as const;
@@ -505,7 +537,8 @@ export type ClientRequestMethod =
 export type DaemonRequestMethod =
   | "tools/call"
   | "permission/request"
-  | "llm/generate";
+  | "llm/generate"
+  | "mcp/elicit";
 
 /** Notifications the client sends to the daemon. */
 export type ClientNotificationMethod =
@@ -517,6 +550,7 @@ export type DaemonNotificationMethod =
   | "run/reasoningDelta"
   | "run/messageDelta"
   | "run/toolCallStarted"
+  | "run/toolCallProgress"
   | "run/toolCall"
   | "run/iteration"
   | "run/compacted"
@@ -529,6 +563,7 @@ export type RunNotificationMethod =
   | "run/reasoningDelta"
   | "run/messageDelta"
   | "run/toolCallStarted"
+  | "run/toolCallProgress"
   | "run/toolCall"
   | "run/iteration"
   | "run/compacted"
@@ -540,6 +575,7 @@ export const RUN_NOTIFICATION_METHODS: readonly RunNotificationMethod[] = [
   "run/reasoningDelta",
   "run/messageDelta",
   "run/toolCallStarted",
+  "run/toolCallProgress",
   "run/toolCall",
   "run/iteration",
   "run/compacted",
@@ -561,6 +597,7 @@ export interface RequestParams {
   "tools/call": ToolsCallParams;
   "permission/request": PermissionRequestParams;
   "llm/generate": LlmGenerateParams;
+  "mcp/elicit": McpElicitParams;
 }
 
 /** The result of every request, by method name. */
@@ -578,6 +615,7 @@ export interface RequestResults {
   "tools/call": ToolsCallResult;
   "permission/request": PermissionRequestResult;
   "llm/generate": LlmGenerateResult;
+  "mcp/elicit": McpElicitResult;
 }
 
 /** The params of every notification, by method name. */
@@ -586,6 +624,7 @@ export interface NotificationParams {
   "run/reasoningDelta": ReasoningDeltaNotification;
   "run/messageDelta": MessageDeltaNotification;
   "run/toolCallStarted": ToolCallStartedNotification;
+  "run/toolCallProgress": ToolCallProgressNotification;
   "run/toolCall": ToolCallNotification;
   "run/iteration": IterationNotification;
   "run/compacted": CompactedNotification;

@@ -18,6 +18,7 @@ catch-all under our framing.
 
 from __future__ import annotations
 
+import asyncio
 import hmac
 import inspect
 import logging
@@ -45,12 +46,13 @@ from ..rpc import (
     to_configs,
     to_rpc_error,
 )
-from ..runs import MAX_TOOL_OUTPUT_BYTES, RunService, RunSettings
+from ..runs import MAX_TOOL_OUTPUT_BYTES, McpClientSide, RunService, RunSettings
 from ..tool import CleverAgentsError, JsonRpcCode, ToolSpec
 from ..workspace import ProfileError
 from ..workspace.profiles import get_profile
 from ..workspace.shell import check_env_names
 from ._config import DaemonConfig
+from ._elicit import elicitor
 from ._mcp import tools_changed
 from ._runs import DaemonRuns
 
@@ -92,6 +94,8 @@ class CleverAgentsServer:
         self.on_shell_env: Callable[[list[str]], None] | None = None
         self.runs: DaemonRuns | None = None
         """The requests' target, built with the run service at ``initialize``."""
+        self._roots_changing: asyncio.Future[None] | None = None
+        """Telling the MCP servers their roots changed (kept: a task must be held)."""
         self.requests: dict[str, RequestHandler] = {
             method.name: self._handler(method) for method in m.METHODS if method.name in ROUTES
         }
@@ -188,9 +192,14 @@ class CleverAgentsServer:
         settings = self._settings(options, custom, mcp_servers)
         if options.shell_env is not None and self.on_shell_env is not None:
             self.on_shell_env(list(options.shell_env))
-        service = RunService(
-            settings, self.builtin_tools, on_tools_changed=tools_changed(self.peer)
+        mcp_client = McpClientSide(
+            elicit=elicitor(self.peer) if client.elicitation is True else None,
+            roots=self.sandbox_roots,
         )
+        service = RunService(
+            settings, self.builtin_tools, on_tools_changed=tools_changed(self.peer),
+            mcp_client=mcp_client,
+        )  # fmt: skip
         self.runs = DaemonRuns(
             self.peer, service, self.sandbox_roots,
             permissions=client.permissions is True, llm=client.llm is True,
@@ -266,6 +275,8 @@ class CleverAgentsServer:
             self.workspace.remove_folder(folder.uri)
         for folder in params.event.added:
             self.workspace.add_folder(folder)
+        if self.runs is not None:  # MCP servers hear of their new roots
+            self._roots_changing = asyncio.ensure_future(self.runs.service.roots_changed())
 
     def _progress_cancel(self, raw: Any) -> None:
         token = raw.get("token") if isinstance(raw, dict) else None

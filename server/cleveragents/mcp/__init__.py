@@ -6,7 +6,9 @@ and 2026-07-28), their status, their stderr logs, their tools as ``ToolSpec``s n
 
 It stands on :mod:`cleveragents.tool` only. It knows nothing of the daemon, the wire
 types or where entries come from: the daemon builds a :class:`McpServerConfig` per
-entry, an :class:`McpServer` per server, and registers ``tool_specs()``.
+entry, an :class:`McpServer` per server, and registers ``tool_specs()``. What a server
+asks of its client (elicitation, roots) and tells it (progress, log messages) goes to
+the :class:`ClientHooks` its owner lends it (``_hooks``).
 
 The ``mcp`` SDK is an optional extra (``cleveragents[mcp]``), imported only when a
 server starts; :func:`mcp_available` says whether it is installed, and a server started
@@ -22,13 +24,27 @@ from ._config import (
     Trust,
 )
 from ._errors import McpToolError
+from ._hooks import (
+    NO_HOOKS,
+    ClientHooks,
+    ElicitAction,
+    Elicitation,
+    ElicitationAnswer,
+    ElicitMode,
+)
 from ._sdk import SDK_MISSING, mcp_available
 from ._server import RESTARTS_PER_MINUTE, McpServer, Scope, Status
 
 __all__ = [
+    "NO_HOOKS",
     "RESTARTS_PER_MINUTE",
     "SDK_MISSING",
     "SERVER_NAME_PATTERN",
+    "ClientHooks",
+    "ElicitAction",
+    "ElicitMode",
+    "Elicitation",
+    "ElicitationAnswer",
     "McpConfigError",
     "McpServer",
     "McpServerConfig",

@@ -13,7 +13,10 @@ from typing import Any, Literal, Protocol
 
 import attrs
 
+from cleveragents.tool import ToolCallContext
+
 from ._config import McpServerConfig
+from ._hooks import NO_HOOKS, ClientHooks
 from ._logfile import ServerLog
 
 Era = Literal["handshake", "modern"]
@@ -48,14 +51,31 @@ class ConnectParams:
     forced: bool
     deadline: float
     """``time.monotonic()`` by which the server must be ready."""
+    hooks: ClientHooks = NO_HOOKS
+    """Who answers the server's elicitations and roots, and hears its progress."""
+
+
+Progress = Callable[[float, "float | None", "str | None"], None]
+"""``progress(progress, total, message)`` of one call, as the server reported it."""
 
 
 class Link(Protocol):
     """A live connection, as the server's calls see it."""
 
-    async def call(self, tool: str, arguments: dict[str, Any]) -> RawResult:
-        """Run ``tools/call``. Raises ``ConnectionLost`` if the connection ends under
-        it, ``McpToolError`` if the server refuses it."""
+    async def call(
+        self,
+        tool: str,
+        arguments: dict[str, Any],
+        call: ToolCallContext | None = None,
+        progress: Progress | None = None,
+    ) -> RawResult:
+        """Run ``tools/call`` for ``call`` (the run's tool call, when there is one),
+        reporting the server's progress to ``progress``. Raises ``ConnectionLost`` if the
+        connection ends under it, ``McpToolError`` if the server refuses it."""
+        ...
+
+    async def roots_changed(self) -> None:
+        """Send ``notifications/roots/list_changed`` (never raises)."""
         ...
 
 

@@ -27,11 +27,12 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, Literal
 
-from cleveragents.tool import ToolOutputError, ToolSpec
+from cleveragents.tool import ToolCallContext, ToolOutputError, ToolSpec
 
 from . import _sdk
 from ._config import McpServerConfig
 from ._errors import ConnectionLost, McpStartError, McpToolError
+from ._hooks import NO_HOOKS, ClientHooks, ProgressGate
 from ._link import ConnectionEvents, ConnectParams, Era, Link, RawResult, WireTool
 from ._logfile import ServerLog
 from ._tools import build_specs, error_text, full_name, output_checks, output_of
@@ -68,8 +69,11 @@ class McpServer:
         base_env: Mapping[str, str],
         default_cwd: str | None = None,
         on_tools_changed: Callable[[McpServer], None] | None = None,
+        hooks: ClientHooks = NO_HOOKS,
     ) -> None:
         self.config = config
+        self.hooks = hooks
+        """Who answers what the server asks (elicitation, roots) and hears its progress."""
         self.scope: Scope = scope
         self.status: Status = "stopped"
         self.protocol_version: str | None = None
@@ -145,7 +149,7 @@ class McpServer:
                 raise McpStartError(f"{_sdk.SDK_MISSING} ({exc})") from None
             params = ConnectParams(
                 self.config, self._env, self._cwd, self._log,
-                self._era, self.config.protocol is not None, deadline,
+                self._era, self.config.protocol is not None, deadline, hooks=self.hooks,
             )  # fmt: skip
             why = await run_connection(params, self._events)
             self._failed(why)
@@ -183,9 +187,13 @@ class McpServer:
 
     # -- calls ---------------------------------------------------------------------------
 
-    async def call_tool(self, tool: str, arguments: dict[str, Any]) -> Any:
+    async def call_tool(
+        self, tool: str, arguments: dict[str, Any], call: ToolCallContext | None = None
+    ) -> Any:
         """Call ``tool`` (the server's own name for it) and return the record output.
 
+        ``call`` is the run's tool call this is: what the server asks meanwhile is about
+        it, and its progress goes to ``hooks.progress`` (coalesced).
         Raises ``McpToolError``: ``isError`` (the server's text), a refusal, a timeout
         after the entry's ``timeout_s``, or a server that is down (with its error and
         stderr tail). Cancelling the awaiting task cancels the request on the server."""
@@ -193,9 +201,10 @@ class McpServer:
         link = await self._live_link()
         timeout = self.config.timeout_s
         bound = asyncio.timeout(timeout)
+        gate = self._progress_gate(call)
         try:
             async with bound:
-                raw = await link.call(tool, arguments)
+                raw = await link.call(tool, arguments, call, gate)
         except TimeoutError:
             if bound.expired():
                 raise McpToolError(f"{name} timed out after {timeout:g} s") from None
@@ -204,10 +213,32 @@ class McpServer:
             await self._settle_after_loss()
             why = self.error if self.status == "failed" and self.error else str(lost)
             raise McpToolError(self._down(why)) from None
+        finally:
+            if gate is not None:
+                gate.close()
         if raw.is_error:
             raise McpToolError(error_text(raw))
         await self._check_output(name, tool, raw)
         return output_of(raw)
+
+    def _progress_gate(self, call: ToolCallContext | None) -> ProgressGate | None:
+        if call is None:
+            return None
+        hooks = self.hooks
+
+        def emit(progress: float, total: float | None, message: str | None) -> None:
+            try:
+                hooks.progress(call, progress, total, message)
+            except Exception:  # the owner's failure is not the call's
+                logger.exception("MCP server %s: reporting progress failed", self.config.name)
+
+        return ProgressGate(emit)
+
+    async def roots_changed(self) -> None:
+        """The roots ``hooks.roots()`` gives changed: tell a live server (never raises)."""
+        link = self._link
+        if self.status == "ready" and link is not None:
+            await link.roots_changed()
 
     async def _live_link(self) -> Link:
         if self.status == "starting":

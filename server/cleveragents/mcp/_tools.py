@@ -23,6 +23,7 @@ from cleveragents.tool import (
     InvalidToolNameError,
     SchemaDefinitionError,
     ToolAnnotations,
+    ToolCallContext,
     ToolKind,
     ToolSpec,
 )
@@ -34,8 +35,8 @@ MAX_TOOLS = 1000
 """Tools kept from one server's listing; a listing stops there (each tool's schemas are
 compiled, and a server is not trusted to list a reasonable number)."""
 
-ToolCaller = Callable[[str, dict[str, Any]], Awaitable[Any]]
-"""``call(mcp_tool_name, arguments)``: what a spec's handler awaits."""
+ToolCaller = Callable[[str, dict[str, Any], ToolCallContext], Awaitable[Any]]
+"""``call(mcp_tool_name, arguments, call)``: what a spec's handler awaits."""
 
 
 def full_name(server: str, tool: str) -> str:
@@ -130,12 +131,14 @@ def _spec(config: McpServerConfig, name: str, tool: WireTool, call: ToolCaller) 
     )
 
 
-def _handler(tool: str, call: ToolCaller) -> Callable[[dict[str, Any]], Awaitable[Any]]:
-    async def call_mcp_tool(inputs: dict[str, Any]) -> Any:
+def _handler(
+    tool: str, call: ToolCaller
+) -> Callable[[dict[str, Any], ToolCallContext], Awaitable[Any]]:
+    async def call_mcp_tool(inputs: dict[str, Any], context: ToolCallContext) -> Any:
         # The runner adds the reserved context keys (sandbox_root...): they are the
         # daemon's, not the model's, and never go to an outside server.
         arguments = {k: v for k, v in inputs.items() if k not in RESERVED_INPUT_KEYS}
-        return await call(tool, arguments)
+        return await call(tool, arguments, context)
 
     return call_mcp_tool
 

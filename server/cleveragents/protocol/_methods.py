@@ -20,6 +20,7 @@ from ..tool import (
     RunFinished,
     RunStarted,
     ToolCallFinished,
+    ToolCallProgress,
     ToolCallStarted,
 )
 from . import _types as t
@@ -44,6 +45,7 @@ RUN_MESSAGE_DELTA = _BY_EVENT[MessageDelta]
 RUN_REASONING_DELTA = _BY_EVENT[ReasoningDelta]
 RUN_TOOL_CALL_STARTED = _BY_EVENT[ToolCallStarted]
 RUN_TOOL_CALL = _BY_EVENT[ToolCallFinished]
+RUN_TOOL_CALL_PROGRESS = _BY_EVENT[ToolCallProgress]
 RUN_ITERATION = _BY_EVENT[IterationFinished]
 RUN_FINISHED = _BY_EVENT[RunFinished]
 RUN_COMPACTED = _BY_EVENT[Compacted]
@@ -52,6 +54,7 @@ TOOLS_CHANGED = "tools/changed"
 TOOLS_CALL = "tools/call"
 PERMISSION_REQUEST = "permission/request"
 LLM_GENERATE = "llm/generate"
+MCP_ELICIT = "mcp/elicit"
 # client -> daemon notifications
 LLM_DELTA = "llm/delta"
 
@@ -102,6 +105,8 @@ METHODS: tuple[Method, ...] = (
            t.PermissionRequestResult, "Ask the user whether a call may run."),
     Method(LLM_GENERATE, "request", "daemon->client", t.LlmGenerateParams,
            t.LlmGenerateResult, "One LLM call on the editor's own model."),
+    Method(MCP_ELICIT, "request", "daemon->client", t.McpElicitParams, t.McpElicitResult,
+           "An MCP server asks the user (form or URL); needs the elicitation capability."),
     Method(LLM_DELTA, "notification", "client->daemon", t.LlmDeltaNotification, None,
            "Optional: text the editor's model streamed during llm/generate."),
 )  # fmt: skip

@@ -19,7 +19,7 @@ from typing import Literal
 
 import attrs
 
-from ..mcp import McpServer, McpServerConfig
+from ..mcp import NO_HOOKS, ClientHooks, McpServer, McpServerConfig
 from ..tool import ToolNotFoundError, ToolRegistry
 from ..workspace.shell import default_env
 
@@ -78,8 +78,11 @@ class McpServers:
         env: Mapping[str, str],
         cwd: str | None,
         on_changed: Callable[[str], None] | None = None,
+        hooks: ClientHooks = NO_HOOKS,
     ) -> None:
         self.scope: Scope = scope
+        self.hooks = hooks
+        """What the servers' elicitations, roots and progress go to."""
         self.layer = layer
         self._log_dir = log_dir
         self._env = env
@@ -94,7 +97,7 @@ class McpServers:
         for config in configs:
             server = McpServer(
                 config, scope=self.scope, log_dir=self._log_dir, base_env=self._env,
-                default_cwd=self._cwd, on_tools_changed=self._changed,
+                default_cwd=self._cwd, on_tools_changed=self._changed, hooks=self.hooks,
             )  # fmt: skip
             self.servers[config.name] = server
             server.start()
@@ -132,6 +135,12 @@ class McpServers:
         watchers = [w for w in self._watchers.values() if not w.done()]
         if watchers:
             await asyncio.wait(watchers)
+
+    async def roots_changed(self) -> None:
+        """The roots changed: each live server is told (``roots/list_changed``)."""
+        servers = list(self.servers.values())
+        if servers:
+            await asyncio.gather(*(server.roots_changed() for server in servers))
 
     async def remove(self, names: Sequence[str]) -> list[str]:
         unknown = [n for n in names if n not in self.servers]

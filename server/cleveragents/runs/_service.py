@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+import weakref
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -39,6 +40,7 @@ from ..transcripts import RunNotFoundError, RunStateError, TranscriptStore
 from ._collector import POLICY as COLLECTOR
 from ._errors import StateDirError
 from ._mcp import McpServers, server_env
+from ._mcp_hooks import McpClientSide, ServiceHooks
 from ._prepare import Prepared, prepare
 from ._request import RunRequest
 from ._run import TRANSCRIPT_FAILED, Run, RunHandle, RunObserver
@@ -77,6 +79,7 @@ class RunService:
         tools: Sequence[ToolSpec] = (),
         *,
         on_tools_changed: Callable[[str], None] | None = None,
+        mcp_client: McpClientSide | None = None,
     ) -> None:
         """Build the service; call it on the event loop that will drive its runs (the
         service-wide MCP servers start in the background at once)."""
@@ -92,19 +95,40 @@ class RunService:
         self.conversations = Conversations()
         self._models: dict[str, LLMCaller] = {}
         self._on_tools_changed = on_tools_changed
+        self.mcp_client = mcp_client if mcp_client is not None else McpClientSide()
+        """What the face answers for MCP servers: elicitations, the roots of the moment."""
+        self._pools: weakref.WeakSet[McpServers] = weakref.WeakSet()
         self.mcp = self.mcp_servers("daemon", self.registry)
         """The service-wide MCP servers (``settings.mcp_servers``, and any added later)."""
         if settings.mcp_servers:
             self.mcp.start(settings.mcp_servers)
 
-    def mcp_servers(self, scope: Any, layer: ToolRegistry) -> McpServers:
+    def mcp_servers(
+        self,
+        scope: Any,
+        layer: ToolRegistry,
+        roots: Callable[[], Sequence[str]] | None = None,
+    ) -> McpServers:
         """A new pool of MCP servers whose tools go to ``layer`` (a face keeps one per
-        session, the service one per run that names its own)."""
+        session, the service one per run that names its own); ``roots`` replaces the
+        face's roots for them (an ACP session's own)."""
         folders = self.settings.workspace_folders
         root = folders[0] if folders else None
         env = server_env(self.settings.shell_env)
         log_dir = self.settings.state_dir / "mcp"
-        return McpServers(scope, layer, log_dir, env, root, self._on_tools_changed)
+        pool = McpServers(
+            scope, layer, log_dir, env, root, self._on_tools_changed,
+            hooks=ServiceHooks(self, self.mcp_client, roots),
+        )  # fmt: skip
+        self._pools.add(pool)
+        return pool
+
+    async def roots_changed(self) -> None:
+        """The workspace folders changed: every MCP server that asked for its roots is
+        told (``notifications/roots/list_changed``) and asks again."""
+        pools = list(self._pools)
+        if pools:
+            await asyncio.gather(*(pool.roots_changed() for pool in pools))
 
     # -- runs ----------------------------------------------------------------------------
 

@@ -50,6 +50,7 @@ from ._events import (
     RunStarted,
     RunStatus,
     ToolCallFinished,
+    ToolCallProgress,
     ToolCallStarted,
 )
 from ._limits import LimitReason, UsageLimits
@@ -151,6 +152,7 @@ __all__ = [
     "ToolCall",
     "ToolCallContext",
     "ToolCallFinished",
+    "ToolCallProgress",
     "ToolCallRecord",
     "ToolCallRouter",
     "ToolCallRunResult",

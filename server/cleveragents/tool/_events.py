@@ -9,6 +9,7 @@ go to.
     ├── AssistantMessage     the model's message carries reasoning or provider state
                              (kept in transcripts, not sent on any wire)
     ├── ToolCallStarted      a tool is about to execute
+    ├── ToolCallProgress     a running tool reported progress (an MCP server's)
     ├── ToolCallFinished     a tool call ended, whatever the outcome
     ├── IterationFinished    an iteration ended, its tools included
     ├── Compacted            the conversation was compacted before a model call
@@ -92,6 +93,20 @@ class ToolCallStarted(RunEvent):
     """The name as the model gave it (it may be unknown)."""
     inputs: dict[str, object]
     """The arguments exactly as the model sent them."""
+
+
+@attrs.define(slots=True, eq=False)
+class ToolCallProgress(RunEvent):
+    """A running call's progress, as its tool reported it (an MCP server's
+    ``notifications/progress``), coalesced: at most one every 100 ms per call."""
+
+    call_id: str
+    progress: float
+    """Increases with each event of the call."""
+    total: float | None = None
+    """The progress at which the work is done, when known."""
+    message: str | None = None
+    """A short human-readable word on where the call stands (at most 500 characters)."""
 
 
 @attrs.define(slots=True, eq=False)

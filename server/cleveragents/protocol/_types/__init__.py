@@ -41,6 +41,7 @@ from ._mcp import (
     McpStatus,
     McpTrust,
 )
+from ._mcp_client import McpElicitParams, McpElicitResult
 from ._optional import OPTIONAL, RUN_NOTIFICATIONS, RunNotification, opt, run_notification
 from ._runs import (
     CompactedNotification,
@@ -61,6 +62,7 @@ from ._runs import (
     RunStatus,
     RunSummary,
     ToolCallNotification,
+    ToolCallProgressNotification,
     ToolCallStartedNotification,
     UsageWire,
 )
@@ -104,6 +106,8 @@ __all__ = [
     "McpAddParams",
     "McpAddResult",
     "McpProtocol",
+    "McpElicitParams",
+    "McpElicitResult",
     "McpRemoveParams",
     "McpRemoveResult",
     "McpServerEntry",
@@ -133,6 +137,7 @@ __all__ = [
     "ToolAnnotationsWire",
     "ToolCallNotification",
     "ToolCallRecord",
+    "ToolCallProgressNotification",
     "ToolCallStartedNotification",
     "ToolDefinition",
     "ToolSource",

@@ -75,6 +75,9 @@ class ClientCapabilitiesCleverAgents:
     refusal."""
     llm: bool | None = opt()
     """``true``: the client answers ``llm/generate``, so runs may use the ``client`` model."""
+    elicitation: bool | None = opt()
+    """``true``: the client answers ``mcp/elicit`` (an MCP server asking the user).
+    Otherwise every elicitation is declined for it."""
 
 
 @attrs.define

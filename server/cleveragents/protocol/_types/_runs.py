@@ -17,6 +17,7 @@ from ...tool import (
     RunFinished,
     RunStarted,
     ToolCallFinished,
+    ToolCallProgress,
     ToolCallRecord,
     ToolCallStarted,
 )
@@ -267,6 +268,24 @@ class ToolCallStartedNotification:
     """The tool name as the model gave it (it may be unknown)."""
     inputs: dict[str, Any]
     """The arguments exactly as the model sent them."""
+
+
+@run_notification("run/toolCallProgress", ToolCallProgress, "A running tool reported its progress.")
+@attrs.define
+class ToolCallProgressNotification:
+    run_id: str
+    """The run id."""
+    seq: int
+    """Per-run sequence number."""
+    call_id: str
+    """The call, as in its ``run/toolCallStarted`` and later record."""
+    progress: float
+    """Increases with each notification of the call."""
+    total: float | None = opt()
+    """The progress at which the work is done, when the tool knows it."""
+    message: str | None = opt()
+    """A short word on where the call stands (at most 500 characters). Coalesced: at most
+    one notification per call every 100 ms, the latest progress kept."""
 
 
 @run_notification("run/toolCall", ToolCallFinished, "A tool call ended, whatever the outcome.")
