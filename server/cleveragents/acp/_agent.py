@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 import uuid
+from collections import OrderedDict
 from datetime import UTC, datetime
 from typing import Any
 
@@ -33,6 +35,19 @@ logger = logging.getLogger(__name__)
 PROTOCOL_VERSION = 1
 RESOURCE_NOT_FOUND = -32002
 """ACP's own code for an unknown session (not one of JSON-RPC's)."""
+IDLE_SESSION_S = 30 * 60.0
+"""A session with no prompt running for this long is closed: its MCP servers stop and its
+log closes. Editors rarely send ``session/close``, so without it every chat thread would
+keep its servers' processes and pipes for the life of the agent. It stays in the store,
+and its next request reopens it as ``session/resume`` would (checked again)."""
+MAX_LIVE_SESSIONS = 32
+"""Sessions open at once. Opening one more closes the least recently used one with no
+prompt running; when every one is running a prompt, the new one is refused."""
+_SWEEP_S = 60.0
+"""How often idle sessions are looked for."""
+_RETIRED_MAX = 4096
+"""Ids of sessions closed while idle that reopen on their next request (oldest forgotten
+first; a forgotten one is reopened by ``session/load`` or ``session/resume``)."""
 
 
 def _now() -> str:
@@ -50,6 +65,12 @@ class AcpAgent:
         store (its settings have no workspace: each run names its session's roots)."""
         self.store = SessionStore(settings.state_dir)
         self.sessions: dict[str, Session] = {}
+        self._used: dict[str, float] = {}
+        """Session id -> when a request last named it (``time.monotonic()``)."""
+        self._retired: OrderedDict[str, None] = OrderedDict()
+        self._sweeper: asyncio.Task[None] | None = None
+        self._reopening = asyncio.Lock()
+        """One saved session opened at a time: two requests for one never start it twice."""
         self.rpc: AcpDispatcher | None = None
         self.client_capabilities: dict[str, Any] = {}
         self.requests: dict[str, RequestHandler] = {
@@ -106,6 +127,9 @@ class AcpAgent:
 
     async def close(self, reason: str) -> None:
         """The client is gone: end every turn (answered) and stop every MCP server."""
+        if self._sweeper is not None:
+            self._sweeper.cancel()
+            self._sweeper = None
         sessions = list(self.sessions.values())
         self.sessions.clear()
         await asyncio.gather(*(s.close() for s in sessions), return_exceptions=True)
@@ -152,14 +176,62 @@ class AcpAgent:
             "configOptions": options,
         }
 
-    def _session(self, params: dict[str, Any]) -> Session:
+    async def _session(self, params: dict[str, Any]) -> Session:
+        """The live session a request names; one closed while idle is reopened first."""
         session_id = params.get("sessionId")
         if not isinstance(session_id, str):
             raise invalid("params.sessionId", "expected a string")
         session = self.sessions.get(session_id)
+        if session is None and session_id in self._retired:
+            session = await self._reopen({"sessionId": session_id})
         if session is None:
             raise RpcError(RESOURCE_NOT_FOUND, f"unknown session {session_id!r}")
+        self._used[session.id] = time.monotonic()
         return session
+
+    # -- idle sessions ---------------------------------------------------------------
+
+    @staticmethod
+    def _busy(session: Session) -> bool:
+        return session.turn is not None and not session.turn.closed
+
+    async def _retire(self, session: Session) -> None:
+        """Close a session with no prompt running; its next request reopens it."""
+        self.sessions.pop(session.id, None)
+        self._used.pop(session.id, None)
+        self._retired[session.id] = None
+        self._retired.move_to_end(session.id)
+        while len(self._retired) > _RETIRED_MAX:
+            self._retired.popitem(last=False)
+        await session.close()
+
+    async def _make_room(self) -> None:
+        """Below :data:`MAX_LIVE_SESSIONS` before another session opens."""
+        while len(self.sessions) >= MAX_LIVE_SESSIONS:
+            idle = [s for s in self.sessions.values() if not self._busy(s)]
+            if not idle:
+                raise RpcError(
+                    JsonRpcCode.INVALID_REQUEST,
+                    f"invalid request: all {MAX_LIVE_SESSIONS} open sessions are running a "
+                    "prompt; wait for one to end",
+                )
+            await self._retire(min(idle, key=lambda s: self._used.get(s.id, 0.0)))
+
+    async def close_idle(self) -> None:
+        """Close every session idle for :data:`IDLE_SESSION_S` or more."""
+        now = time.monotonic()
+        for session in list(self.sessions.values()):
+            if not self._busy(session) and now - self._used.get(session.id, now) >= IDLE_SESSION_S:
+                logger.info("session %s idle for %.0f s: closed", session.id, IDLE_SESSION_S)
+                await self._retire(session)
+
+    async def _sweep(self) -> None:
+        while True:
+            await asyncio.sleep(_SWEEP_S)
+            try:
+                await self.close_idle()
+            except Exception:  # the sweeper must outlive one failed close
+                logger.exception("closing idle sessions failed")
 
     async def _open(self, meta: dict[str, Any], mcp_raw: Any) -> Session:
         """Start a session: its run manager and its MCP servers (waited for)."""
@@ -168,6 +240,7 @@ class AcpAgent:
             configs = to_configs(mcp_entries(mcp_raw), "params.mcpServers")
         except ParamsError as exc:
             raise RpcError(JsonRpcCode.INVALID_PARAMS, str(exc)) from None
+        await self._make_room()
         fs = self.client_capabilities.get("fs")
         session = Session(
             meta, self.rpc, self.service, self.builtin_tools, self.store,
@@ -183,6 +256,10 @@ class AcpAgent:
                 # After the answer (the client learns the session id from it).
                 asyncio.get_running_loop().call_soon(session.say, "\n".join(texts))
         self.sessions[session.id] = session
+        self._used[session.id] = time.monotonic()
+        self._retired.pop(session.id, None)
+        if self._sweeper is None:
+            self._sweeper = asyncio.ensure_future(self._sweep())
         return session
 
     # -- requests --------------------------------------------------------------------
@@ -211,8 +288,12 @@ class AcpAgent:
         session_id = params.get("sessionId")
         if not isinstance(session_id, str) or not valid_session_id(session_id):
             raise invalid("params.sessionId", "expected a session id")
-        if session_id in self.sessions:
-            return self.sessions[session_id]
+        async with self._reopening:
+            if session_id in self.sessions:
+                return self.sessions[session_id]
+            return await self._reopen_saved(session_id, params)
+
+    async def _reopen_saved(self, session_id: str, params: dict[str, Any]) -> Session:
         found = await asyncio.to_thread(self.store.read, session_id)
         if found is None:
             raise RpcError(RESOURCE_NOT_FOUND, f"unknown session {session_id!r}")
@@ -263,8 +344,13 @@ class AcpAgent:
         return self._state(await self._reopen(params))
 
     async def close_session(self, params: dict[str, Any]) -> Any:
-        session = self._session(params)
+        session_id = params.get("sessionId")
+        if isinstance(session_id, str) and session_id in self._retired:
+            del self._retired[session_id]
+            return {}  # closed while idle already
+        session = await self._session(params)
         self.sessions.pop(session.id, None)
+        self._used.pop(session.id, None)
         await session.close()
         return {}
 
@@ -309,12 +395,12 @@ class AcpAgent:
         )
 
     async def set_mode(self, params: dict[str, Any]) -> Any:
-        session = self._session(params)
+        session = await self._session(params)
         self._set(session, "mode", params.get("modeId"))
         return {}
 
     async def set_config_option(self, params: dict[str, Any]) -> Any:
-        session = self._session(params)
+        session = await self._session(params)
         config_id = params.get("configId")
         if not isinstance(config_id, str):
             raise invalid("params.configId", "expected a string")
@@ -328,7 +414,7 @@ class AcpAgent:
             session.cancel("session/cancel")
 
     async def prompt(self, params: dict[str, Any]) -> Any:
-        session = self._session(params)
+        session = await self._session(params)
         if session.turn is not None and not session.turn.closed:
             raise RpcError(
                 JsonRpcCode.INVALID_REQUEST,
@@ -367,6 +453,7 @@ class AcpAgent:
             session.close_turn("cancelled")
             raise
         finally:
+            self._used[session.id] = time.monotonic()
             meta["updatedAt"] = _now()
             if session.turn is not None and session.turn.status not in (None, "failed"):
                 runs.append(handle.run_id)
