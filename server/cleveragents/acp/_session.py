@@ -31,6 +31,7 @@ from ..tool import (
     RunEvent,
     RunFinished,
     ToolCallFinished,
+    ToolCallProgress,
     ToolCallRecord,
     ToolCallStarted,
     ToolRegistry,
@@ -112,7 +113,11 @@ class Session:
         for spec in self.editor.tools(builtin_tools):
             if service.registry.get(spec.name) is not spec:
                 self.registry.register(spec, replace=True)
-        self.mcp: McpServers = service.mcp_servers("run", self.registry)
+        self.mcp: McpServers = service.mcp_servers(
+            "run", self.registry, roots=lambda: list(self.roots)
+        )
+        """The session's MCP servers: their roots are the session's (``cwd`` and its
+        ``additionalDirectories``)."""
 
     # -- updates ---------------------------------------------------------------------
 
@@ -167,6 +172,8 @@ class Session:
                 )},
                 "messageId": f"{turn.run_id}-{event.iteration}-compacted-{event.seq}",
             })  # fmt: skip
+        elif isinstance(event, ToolCallProgress):
+            self._progress(turn, event)
         elif isinstance(event, ToolCallFinished):
             self._ended(turn, event.record)
 
@@ -206,6 +213,19 @@ class Session:
         update = {"sessionUpdate": "tool_call_update"}
         update["toolCallId"] = self._tool_call_id(turn, call_id)
         self.send({**update, **fields}, log=log)
+
+    def _progress(self, turn: Turn, event: ToolCallProgress) -> None:
+        """An MCP call's progress: the call's content becomes one line saying where it
+        stands (ACP has no progress field; the numbers go in ``_meta``). Not logged:
+        the final content replaces it."""
+        if event.call_id not in turn.open_calls:
+            return
+        fields = {
+            "status": "in_progress",
+            "content": mp.text_content(progress_line(event)),
+            "_meta": {"cleveragents": {"progress": event.progress, "total": event.total}},
+        }
+        self._update(turn, event.call_id, fields, log=False)
 
     def _ended(self, turn: Turn, record: ToolCallRecord) -> None:
         call_id, name = record.call_id, record.tool_name
@@ -324,3 +344,10 @@ def _file_text(inputs: dict[str, Any]) -> Before | None:
 
 
 _COMPACTED = {"prune": "older tool outputs cut", "summary": "older messages summarised"}
+
+
+def progress_line(event: ToolCallProgress) -> str:
+    """``40 of 100: indexing``; only what the server gave (``40``, ``40: indexing``)."""
+    done = f"{event.progress:g}"
+    where = f"{done} of {event.total:g}" if event.total is not None else done
+    return f"{where}: {event.message}" if event.message else where
