@@ -179,6 +179,13 @@ def _count(value: Any, previous: int | None) -> int | None:
     return previous if value is None else as_int(value)
 
 
+def _block_type(state: Mapping[str, Any]) -> str | None:
+    """A kept block's ``type``; ``None`` when it is not a string (state read back from a
+    transcript may have any shape, and is then not sent)."""
+    kind = state.get("type")
+    return kind if isinstance(kind, str) else None
+
+
 def _blocks(message: Message, encode: NameEncoder) -> tuple[str, list[JSONObject]]:
     match message.role:
         case "user":
@@ -189,7 +196,7 @@ def _blocks(message: Message, encode: NameEncoder) -> tuple[str, list[JSONObject
             blocks: list[JSONObject] = [
                 plain(r.state)
                 for r in message.reasoning
-                if r.state is not None and r.state.get("type") in THINKING_BLOCKS
+                if r.state is not None and _block_type(r.state) in THINKING_BLOCKS
             ]
             if message.content:
                 blocks.append({"type": "text", "text": message.content})

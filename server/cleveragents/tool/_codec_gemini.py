@@ -188,7 +188,8 @@ def _text_parts(
     part; an empty signed part stays, as Gemini sent it."""
     flag = {"thought": True} if thought else {}
     spans: list[tuple[int, int, str]] = []
-    for entry in (state or {}).get(_SIGNED) or ():
+    entries = (state or {}).get(_SIGNED)  # a list, unless a transcript was tampered with
+    for entry in entries if isinstance(entries, list) else ():
         if not isinstance(entry, Mapping) or not isinstance(entry.get(_SIGNATURE), str):
             continue
         end = len(text) - as_int(entry.get("after"))

@@ -173,7 +173,11 @@ def _assistant_items(message: Message, encode: NameEncoder) -> list[JSONObject]:
         and r.state.get("type") == "reasoning"
         and isinstance(r.state.get(_ID), str)
     }
-    calls = {c.state[_ID]: c for c in message.tool_calls if c.state and c.state.get(_ID)}
+    calls = {
+        c.state[_ID]: c
+        for c in message.tool_calls
+        if c.state is not None and isinstance(c.state.get(_ID), str) and c.state[_ID]
+    }
     items: list[JSONObject] = []
     sent: set[str] = set()
     linked = False  # whether the reasoning item before this one went back
