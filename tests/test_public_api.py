@@ -39,7 +39,7 @@ PUBLIC: dict[str, set[str]] = {
         "Confinement", "GitIgnore", "PinnedRoot", "ProfileError", "ProfilePolicy", "SandboxViolationError",
         "ShellTool", "WorkspaceLimits", "WorkspaceToolError", "builtin_tools", "file_tools",
         "get_profile",
-        "parse_profile", "read_confined_text", "resolve_path",
+        "parse_profile", "read_confined_head", "read_confined_text", "resolve_path",
     },
     "cleveragents.llm": {
         "ModelConfigError", "ModelProviderError", "ModelSource", "ModelSpec", "ReasoningSettings", "ScriptedModel",

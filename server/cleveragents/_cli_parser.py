@@ -134,7 +134,15 @@ def _add_run(sub: Any) -> None:
         "an inline JSON object ({\"provider\": \"openai\", \"model\": ..., "
         "\"baseUrl\": ...}) or @FILE holding either; else $CLEVERAGENTS_MODEL, else config.toml",
     )  # fmt: skip
-    run.add_argument("--system", metavar="TEXT", help="the system prompt")
+    run.add_argument(
+        "--system", metavar="TEXT",
+        help="added to the system prompt, after the default instructions and AGENTS.md",
+    )  # fmt: skip
+    run.add_argument(
+        "--no-instructions", dest="instructions", action="store_false",
+        help="no default system prompt: neither cleveragents' own (workspace, date, OS, "
+        "tools) nor the workspace's AGENTS.md; --system alone, if given",
+    )  # fmt: skip
     run.add_argument(
         "--workspace", type=Path, metavar="DIR",
         help="the sandbox root (default: the current directory, unless it is / or your home)",
@@ -183,7 +191,15 @@ def _add_chat(sub: Any) -> None:
         "-m", "--model", metavar="SPEC",
         help="as for run (else $CLEVERAGENTS_MODEL, else config.toml); /model changes it",
     )  # fmt: skip
-    chat.add_argument("--system", metavar="TEXT", help="the system prompt")
+    chat.add_argument(
+        "--system", metavar="TEXT",
+        help="added to the system prompt, after the default instructions and AGENTS.md",
+    )  # fmt: skip
+    chat.add_argument(
+        "--no-instructions", dest="instructions", action="store_false",
+        help="no default system prompt: neither cleveragents' own (workspace, date, OS, "
+        "tools) nor the workspace's AGENTS.md; --system alone, if given",
+    )  # fmt: skip
     chat.add_argument(
         "--workspace", type=Path, metavar="DIR",
         help="the sandbox root (default: the current directory, unless it is / or your home)",

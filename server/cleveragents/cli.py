@@ -274,6 +274,7 @@ def run_options(args: argparse.Namespace) -> Any:
         profile = _profile(settings["profile"])
     return RunOptions(
         prompt=prompt, workspace=workspace, state_dir=state_dir, model=model, profile=profile,
+        instructions=args.instructions,
         system=args.system, max_iterations=args.max_iterations, yes=args.yes, json=args.json,
         continue_from=earlier.run_id if earlier is not None else None,
         stdin_taken=stdin_taken, output_file=_output_file(args.output),
@@ -350,6 +351,7 @@ def chat_options(args: argparse.Namespace) -> Any:
 
     return ChatOptions(
         workspace=workspace, state_dir=state_dir, model=model, profile=profile,
+        instructions=args.instructions,
         check_model=check_model, system=args.system, max_iterations=args.max_iterations,
         yes=args.yes, continue_from=earlier.run_id if earlier is not None else None,
         continued_prompt=earlier.prompt if earlier is not None else "",
@@ -589,9 +591,6 @@ def runs_command(args: argparse.Namespace) -> int:
     if args.runs_command == "list":
         every = store.summaries()
         summaries = every[: args.limit]
-        if args.json:
-            print(json_text(summaries, indent=2))
-            return 0
         shown = []
         for summary in summaries:
             try:
@@ -599,6 +598,9 @@ def runs_command(args: argparse.Namespace) -> int:
             except RunNotFoundError:  # removed since it was listed
                 continue
             shown.append({**summary, "model": about.model, "workspace": about.workspace})
+        if args.json:  # each RunSummary with what the table shows beside it
+            print(json_text(shown, indent=2))
+            return 0
         width = shutil.get_terminal_size().columns
         print("\n".join(list_lines(shown, width, [str(s["runId"]) for s in every])))
         return 0

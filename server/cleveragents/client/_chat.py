@@ -97,6 +97,8 @@ class ChatOptions:
     """``/model``'s argument as ``-m`` takes it (bare names, ``@FILE``, JSON); raises
     ``ValueError`` naming what is wrong."""
     system: str | None = None
+    instructions: bool = True
+    """The default system prompt and AGENTS.md (``--no-instructions``: neither)."""
     max_iterations: int | None = None
     yes: bool = False
     continue_from: str | None = None
@@ -255,6 +257,7 @@ class Chat:
         options = self.options
         run_options = RunOptions(
             prompt=prompt, workspace=options.workspace, state_dir=options.state_dir,
+            instructions=options.instructions,
             model=self.model, profile=self.profile, system=options.system,
             max_iterations=max_iterations or options.max_iterations, yes=options.yes,
             continue_from=self.last, reasoning=options.reasoning, limits=options.limits,

@@ -112,6 +112,10 @@ class RunOptions:
     model: str | dict[str, Any]
     profile: str
     system: str | None = None
+    """``--system``: added after the default instructions."""
+    instructions: bool = True
+    """The default system prompt and the workspace's AGENTS.md (``--no-instructions``:
+    neither)."""
     max_iterations: int | None = None
     yes: bool = False
     json: bool = False
@@ -325,6 +329,7 @@ class _Session:
         options = self.options
         return RunRequest(
             prompt=options.prompt, run_id=self.run_id, system_prompt=options.system,
+            instructions=options.instructions,
             model=options.model, max_iterations=options.max_iterations,
             automation_profile=options.profile, continue_from=options.continue_from,
             limits=options.limits, ask=self.ask,

@@ -227,6 +227,7 @@ class CleverAgentsServer:
                 else defaults.max_tool_output_bytes
             ),
             shell_env=tuple(options.shell_env or ()),
+            instructions=options.instructions is not False,
             mcp_servers=tuple(mcp_servers),
         )
 

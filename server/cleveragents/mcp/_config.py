@@ -24,10 +24,24 @@ ProtocolVersion = Literal["2025-11-25", "2026-07-28"]
 Trust = ToolKind
 """The kind a server's tools are trusted as: the core's read / write / execute."""
 Transport = Literal["stdio", "http"]
+Grant = Literal["authorization_code", "client_credentials"]
 
 SERVER_NAME_PATTERN = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 _PROTOCOLS: tuple[str, ...] = get_args(ProtocolVersion)
 _TRUSTS: tuple[str, ...] = get_args(Trust)
+_GRANTS: tuple[str, ...] = get_args(Grant)
+_SIGNING_ALGORITHMS = (
+    "RS256",
+    "RS384",
+    "RS512",
+    "PS256",
+    "PS384",
+    "PS512",
+    "ES256",
+    "ES384",
+    "ES512",
+    "EdDSA",
+)
 
 
 class McpConfigError(ValueError):
@@ -80,6 +94,74 @@ def _url_repr(value: str | None) -> str:
     return repr(parts._replace(netloc="***@" + parts.netloc.rpartition("@")[2]).geturl())
 
 
+def _secret_repr(value: str | None) -> str:
+    return "None" if value is None else "'***'"
+
+
+@attrs.frozen
+class OAuthConfig:
+    """How an HTTP server's client authorizes (the MCP authorization spec), when the entry
+    says more than "discover everything".
+
+    ``grant`` is ``authorization_code`` (a person signs in in a browser; the default) or
+    ``client_credentials`` (machine to machine: ``client_id`` with ``client_secret``, or
+    with ``private_key_file``, a PEM key that signs a JWT with ``signing_algorithm``).
+    ``client_id`` (with ``client_secret`` for a confidential client) is a client
+    registered beforehand; without one, ``client_metadata_url`` (an https URL of a Client
+    ID Metadata Document) is used where the authorization server supports it, else
+    dynamic registration. ``scopes`` replaces the scopes the server's challenge and
+    metadata would choose. The secret never appears in a ``repr``.
+    """
+
+    client_id: str | None = None
+    client_secret: str | None = attrs.field(default=None, repr=_secret_repr)
+    scopes: tuple[str, ...] | None = attrs.field(default=None, converter=_optional_tuple)
+    client_metadata_url: str | None = None
+    grant: Grant = "authorization_code"
+    private_key_file: str | None = None
+    signing_algorithm: str = "RS256"
+
+    def __attrs_post_init__(self) -> None:
+        for field in ("client_id", "client_secret", "client_metadata_url", "private_key_file"):
+            value = getattr(self, field)
+            if value is not None and (not isinstance(value, str) or not value or "\0" in value):
+                raise McpConfigError(f"oauth.{field}", "must be a non-empty string without NUL")
+        if self.grant not in _GRANTS:
+            raise McpConfigError(
+                "oauth.grant", f"must be one of {', '.join(_GRANTS)}, not {self.grant!r}"
+            )
+        if self.scopes is not None and not all(
+            isinstance(s, str) and s and not any(c.isspace() for c in s) for s in self.scopes
+        ):
+            raise McpConfigError("oauth.scopes", "must hold scope names without spaces")
+        if self.client_metadata_url is not None:
+            parts = urlsplit(self.client_metadata_url)
+            if parts.scheme != "https" or not parts.hostname or parts.path in ("", "/"):
+                raise McpConfigError(
+                    "oauth.client_metadata_url", "must be an https:// URL with a path"
+                )
+        if self.signing_algorithm not in _SIGNING_ALGORITHMS:
+            raise McpConfigError(
+                "oauth.signing_algorithm",
+                f"must be one of {', '.join(_SIGNING_ALGORITHMS)}, not {self.signing_algorithm!r}",
+            )
+        if self.grant == "client_credentials":
+            if self.client_id is None:
+                raise McpConfigError("oauth.client_id", "the client_credentials grant needs it")
+            if (self.client_secret is None) == (self.private_key_file is None):
+                raise McpConfigError(
+                    "oauth.client_secret",
+                    "the client_credentials grant needs exactly one of client_secret and "
+                    "private_key_file",
+                )
+        elif self.private_key_file is not None:
+            raise McpConfigError(
+                "oauth.private_key_file", "only the client_credentials grant signs with a key"
+            )
+        if self.client_secret is not None and self.client_id is None:
+            raise McpConfigError("oauth.client_secret", "a client secret needs its client_id")
+
+
 @attrs.frozen
 class McpServerConfig:
     """One MCP server: stdio (``command``) or streamable HTTP (``url``).
@@ -109,6 +191,9 @@ class McpServerConfig:
     exclude: tuple[str, ...] | None = attrs.field(default=None, converter=_optional_tuple)
     protocol: ProtocolVersion | None = None
     trust: Trust | None = None
+    oauth: OAuthConfig | None = None
+    """How an HTTP server authorizes; ``None``: discovered on a 401 (dynamic registration
+    or a metadata document, then a browser sign-in)."""
 
     def __attrs_post_init__(self) -> None:
         if not isinstance(self.name, str) or not SERVER_NAME_PATTERN.fullmatch(self.name):
@@ -161,6 +246,8 @@ class McpServerConfig:
             raise McpConfigError("cwd", "must be a non-empty path without NUL")
         if self.headers:
             raise McpConfigError("headers", "only a url server sends headers")
+        if self.oauth is not None:
+            raise McpConfigError("oauth", "only a url server authorizes with OAuth")
 
     def _check_http(self) -> None:
         url = self.url

@@ -2,11 +2,13 @@
 failures mean.
 
 Owns opening a server's transport (our own stdio channel, or the SDK's streamable HTTP
-client over an ``httpx2`` client carrying the entry's headers and timeouts), the
+client over an ``httpx2`` client carrying the entry's headers and timeouts, and OAuth
+(``_oauth``) unless the entry sends its own ``Authorization`` header), the
 :class:`Ends` that says when and why the transport is over, and the reading of the
 SDK's, anyio's and the network's errors: which are the server's or the network's
 (:data:`EXPECTED_FAILURES`), which mean "closed" (:func:`is_closed`), and the words
-for each (:func:`describe`).
+for each (:func:`describe`). An HTTP answer of 400 or more is noted (its status and the
+URL without credentials) so a failure says which request failed and how.
 
 An HTTP answer is capped as a stdio line is: a JSON body (which the SDK reads whole) is
 counted as it arrives and, past ``MAX_HTTP_ANSWER_BYTES``, the call fails with
@@ -20,19 +22,23 @@ It knows nothing of sessions, eras or tools. Imports the SDK: only ever loaded t
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import math
+from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
+from urllib.parse import urlsplit, urlunsplit
 
 import anyio
 import httpx2
 import mcp_types as types
 from mcp.client._transport import TransportStreams
+from mcp.client.auth.exceptions import OAuthFlowError
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 from pydantic import ValidationError
 
 from ._errors import McpStartError
 from ._link import ConnectParams
+from ._oauth import Authorizer
 from ._stdio import stdio_channel
 
 MAX_HTTP_ANSWER_BYTES = 16 * 1024 * 1024
@@ -40,7 +46,9 @@ MAX_HTTP_ANSWER_BYTES = 16 * 1024 * 1024
 into memory whole and then built into objects several times its size; 16 MiB is also the
 largest output a record may quote (``maxToolOutputBytes``)."""
 
-EXPECTED_FAILURES = (httpx2.HTTPError, OSError, MCPError, anyio.BrokenResourceError)
+EXPECTED_FAILURES = (
+    httpx2.HTTPError, OSError, MCPError, anyio.BrokenResourceError, OAuthFlowError,
+)  # fmt: skip
 """Failures of a transport that are the server's or the network's, not ours: reported
 in ``error`` without a traceback in the log. (``httpx2`` is the HTTP stack the SDK's
 streamable HTTP client takes; its errors reach us unwrapped.)"""
@@ -53,6 +61,11 @@ class Ends:
         self.closed = anyio.Event()
         self.why = "the connection to the server was closed"
         self.connected = False
+        self.http_failure: str | None = None
+        """The last answer of 400 or more, in words (cleared by a success)."""
+        self.authorizer: Authorizer | None = None
+        self.start_scope: anyio.CancelScope | None = None
+        """The start-up deadline's scope, stopped while a person signs in."""
         self.watched = False
         """Whether a watcher (the stdio channel's) sets ``closed`` with its reason; an
         HTTP connection learns it is over only from a call that finds it closed."""
@@ -73,19 +86,73 @@ async def open_transport(
     assert config.url is not None
 
     cap = AnswerCap(MAX_HTTP_ANSWER_BYTES, ends)
+    auth: httpx2.Auth | None = None
+    if params.auth is not None and not any(k.lower() == "authorization" for k in config.headers):
+        tasks = await stack.enter_async_context(anyio.create_task_group())
+        stack.callback(tasks.cancel_scope.cancel)
+        ends.authorizer = Authorizer(
+            config, params.auth.store, params.auth.events, lambda: pause(ends)
+        )
+        auth = await ends.authorizer.open(stack, tasks)
+
+    async def note(response: httpx2.Response) -> None:
+        ends.http_failure = http_failure(config.name, response)
+        await cap.check(response)
+
     client = await stack.enter_async_context(
         httpx2.AsyncClient(
             # Uncompressed answers only: the cap counts the bytes that arrive, and a
             # compressed body could be a thousand times larger once decoded.
             headers={**config.headers, "Accept-Encoding": "identity"},
             timeout=httpx2.Timeout(30.0, read=max(300.0, config.timeout_s + 30.0)),
-            event_hooks={"response": [cap.check]},
+            event_hooks={"response": [note]},
+            auth=auth,
         )
     )
     transport = streamable_http_client(
         config.url, http_client=client, max_sse_event_size=MAX_HTTP_ANSWER_BYTES
     )
     return await stack.enter_async_context(_watched(transport, ends))
+
+
+def pause(ends: Ends) -> Callable[[], None]:
+    """Stop the start-up clock while a person signs in; the returned function restarts
+    it with the time that was left."""
+    scope = ends.start_scope
+    if scope is None or scope.deadline == math.inf:
+        return lambda: None
+    left = max(scope.deadline - anyio.current_time(), 0.0)
+    scope.deadline = math.inf
+
+    def resume() -> None:
+        scope.deadline = anyio.current_time() + left
+
+    return resume
+
+
+def http_failure(name: str, response: httpx2.Response) -> str | None:
+    """An answer of 400 or more in words: the status, the URL without credentials or
+    query, and for a 401 how to authorize."""
+    status = response.status_code
+    if status < 400:
+        return None
+    url = scrub_url(str(response.request.url))
+    text = f"HTTP {status} from {url}"
+    if status == 401:
+        text += (
+            f"; the server needs authorization: sign in with mcp/login {{name: {name!r}}} "
+            f"or `cleveragents mcp login {name}`"
+        )
+    elif status == 403:
+        text += "; the server refused the credentials given (insufficient scope or forbidden)"
+    return text
+
+
+def scrub_url(url: str) -> str:
+    """``url`` without ``user:password@``, query or fragment (either may hold a token)."""
+    parts = urlsplit(url)
+    netloc = parts.netloc.rpartition("@")[2]
+    return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
 
 
 class AnswerTooLarge(httpx2.TransportError):
@@ -217,11 +284,26 @@ def is_closed(exc: BaseException) -> bool:
     )
 
 
-def describe(exc: BaseException) -> str:
-    """``exc`` in words for a status or a record (no third-party validation text)."""
+def describe(exc: BaseException, ends: Ends | None = None) -> str:
+    """``exc`` in words for a status or a record (no third-party validation text); with
+    ``ends``, an authorization's failure or the HTTP answer that caused it comes first."""
+    if ends is not None:
+        if isinstance(exc, OAuthFlowError):
+            failure = ends.authorizer.failure if ends.authorizer is not None else None
+            return f"authorization failed: {failure or _bounded(exc)}"
+        if ends.http_failure is not None and isinstance(exc, MCPError | httpx2.HTTPError):
+            return ends.http_failure
+    if isinstance(exc, OAuthFlowError):
+        return f"authorization failed: {_bounded(exc)}"
     if isinstance(exc, MCPError):
         return f"{exc.message} (code {exc.code})"
     if isinstance(exc, ValidationError):
         return "the server's answer does not fit the protocol"
     text = str(exc)
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def _bounded(exc: BaseException) -> str:
+    """An error's words (a server's, maybe), at most 300 printable characters."""
+    text = "".join(c if c.isprintable() else " " for c in str(exc)[:300])
+    return text or type(exc).__name__

@@ -39,6 +39,7 @@ from ..transcripts import META, RunRecorder, RunStateError, valid_run_id
 from ..workspace import PinnedRoot, ProfilePolicy, SandboxViolationError, get_profile
 from ..workspace.profiles import DEFAULT_PROFILE
 from ._errors import CapabilityError
+from ._instructions import Budget, Instructions, NestedInstructions, instructions
 from ._outputs import OutputCap
 from ._request import CompactionSettings, RunRequest
 from ._run import Run, RunObserver
@@ -142,9 +143,17 @@ async def _prepare(
         run_id, request.prompt, sandbox_root, layer, RunRecorder(transcript), observer, pinned
     )
     cap = OutputCap(service.store.state, run_id, settings.max_tool_output_bytes)
+    enabled = settings.instructions if request.instructions is None else request.instructions
+    budget = Budget()
+    found = await asyncio.to_thread(
+        instructions, enabled=enabled, pinned=pinned, sandbox_root=sandbox_root,
+        system_prompt=request.system_prompt, history=history, clock=settings.clock,
+        budget=budget,
+    )  # fmt: skip
+    output_filter = NestedInstructions(sandbox_root, budget, cap) if enabled else cap
     runtime = ToolCallingRuntime(
-        layer, ToolRunner(layer, policy=policy, output_filter=cap), model,
-        max_iterations=limit, system_prompt=request.system_prompt, sink=run,
+        layer, ToolRunner(layer, policy=policy, output_filter=output_filter), model,
+        max_iterations=limit, system_prompt=found.text, sink=run,
         pace=request.pace, context=await _context_policy(service, request.compaction, cap),
         limits=request.limits,
     )  # fmt: skip
@@ -153,7 +162,9 @@ async def _prepare(
         automation_profile=profile, resource_bindings=dict(request.resource_bindings or {}),
         project_resources=dict(request.project_resources or {}),
     )  # fmt: skip
-    _write_meta(run, _described(request, spec), request.continue_from, profile or DEFAULT_PROFILE)
+    _write_meta(
+        run, _described(request, spec), request.continue_from, profile or DEFAULT_PROFILE, found
+    )
     return Prepared(run, runtime, context, history, limit, request.mcp_servers)
 
 
@@ -239,14 +250,17 @@ def _described(request: RunRequest, spec: ModelSpec | None) -> str:
     return str(provider or "client")
 
 
-def _write_meta(run: Run, model: str, continue_from: str | None, profile: str) -> None:
+def _write_meta(
+    run: Run, model: str, continue_from: str | None, profile: str, found: Instructions
+) -> None:
     """The transcript's first line: what the events do not carry (the model and the
-    profile, which ``cleveragents run --continue`` reuses)."""
+    profile, which ``cleveragents run --continue`` reuses, and the instructions used)."""
     run.started_at = datetime.now(UTC).isoformat(timespec="milliseconds")
     run.recorder.transcript.append(
         META,
         {"runId": run.run_id, "prompt": run.prompt, "startedAt": run.started_at,
-         "model": model, "continueFrom": continue_from, "profile": profile},
+         "model": model, "continueFrom": continue_from, "profile": profile,
+         "instructions": found.meta()},
     )  # fmt: skip
 
 

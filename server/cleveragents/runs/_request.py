@@ -41,6 +41,10 @@ class RunRequest:
     run_id: str | None = None
     """``^[A-Za-z0-9_.-]{1,128}$``; default a random 32-hex-digit id."""
     system_prompt: str | None = None
+    """Added after the default instructions (alone, with ``instructions=False``)."""
+    instructions: bool | None = None
+    """The default system prompt and the workspace's ``AGENTS.md``
+    (:mod:`~cleveragents.runs._instructions`); ``None``: the service's setting."""
     model: str | Mapping[str, Any] | ModelSpec | None = None
     """The model spec; default the service's."""
     max_iterations: int | None = None

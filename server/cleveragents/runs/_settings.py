@@ -19,6 +19,7 @@ from typing import Any
 import attrs
 
 from ..mcp import McpServerConfig
+from ._instructions import Clock, local_now
 from ._outputs import DEFAULT_MAX_TOOL_OUTPUT_BYTES
 
 logger = logging.getLogger(__name__)
@@ -47,6 +48,11 @@ class RunSettings:
     """Environment names the shell (and MCP servers) may see."""
     mcp_servers: tuple[McpServerConfig, ...] = ()
     """Service-wide MCP servers, started with the service."""
+    instructions: bool = True
+    """Give each run the default system prompt and the workspace's ``AGENTS.md`` (a
+    request may say otherwise)."""
+    clock: Clock = local_now
+    """The date the default system prompt states (a test fixes it)."""
 
 
 def state_dir_inside(state_dir: Path, roots: Iterable[str]) -> str | None:

@@ -45,6 +45,10 @@ class InitializationOptions:
     automation_profile: str | None = opt()
     """Default automation profile for every run. Replaces ``serve --profile``. Checked at
     ``run/start``, not here."""
+    instructions: bool | None = opt()
+    """``false``: runs get none of the daemon's instructions (the default system prompt and the
+    workspace's ``AGENTS.md``) unless ``run/start`` asks with ``instructions: true``. Default
+    ``true``."""
     state_dir: str | None = opt()
     """Directory for transcripts (``STATE_DIR/runs/``). Replaces ``serve --state-dir``."""
     profiles: dict[str, CustomProfile] | None = opt()

@@ -147,7 +147,14 @@ class RunParams:
     """Your id for the run: ``^[A-Za-z0-9_.-]{1,128}$``, unused in memory and in the state dir.
     Default: a random 32-hex-digit id."""
     system_prompt: str | None = opt()
-    """System message, placed first (not added if ``continueFrom`` history already has one)."""
+    """Added to the system message, after the daemon's instructions (alone with ``instructions:
+    false``). No system message is added when the ``continueFrom`` history already has one."""
+    instructions: bool | None = opt()
+    """``false``: none of the daemon's instructions, which are otherwise the run's system message:
+    what it is, the sandbox root, the date, the OS and shell, the tools' conventions, then the
+    sandbox root's ``AGENTS.md`` (at most 32 KiB of it), and the ``AGENTS.md`` of each folder a
+    file tool reaches added to that call's output (run/start's instructions, PROTOCOL.md §7).
+    Default: ``initializationOptions.instructions``, else ``true``."""
     model: str | dict[str, Any] | None = opt()
     """Model spec for this run (model specs, PROTOCOL.md §14)."""
     max_iterations: int | None = opt()
