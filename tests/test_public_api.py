@@ -82,7 +82,7 @@ PUBLIC: dict[str, set[str]] = {
     "cleveragents.runs": {
         "COLLECTOR", "DEFAULT_MAX_ITERATIONS", "DEFAULT_MAX_TOOL_OUTPUT_BYTES",
         "MAX_TOOL_OUTPUT_BYTES", "AskUser", "CapabilityError", "CollectorPolicy",
-        "Elicit", "McpClientSide",
+        "Elicit", "Elicitation", "ElicitationAnswer", "McpClientSide",
         "McpServerState", "McpServers", "PermissionPrompt", "RunHandle", "RunObserver",
         "RunRequest", "RunRequestError", "RunService", "RunSettings", "StateDirError",
         "model_spec", "prepare_process", "reserved", "CompactionSettings",

@@ -32,6 +32,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ..protocol import methods as m
+from ..runs import Elicitation, ElicitationAnswer
 from ..tool import PermissionOutcome
 from ._terminal import printable
 from ._views import (
@@ -147,6 +148,10 @@ class LiveView(View):
                 "running", printable(str(params.get("toolName"))), time.monotonic(), "",
                 one_line(params.get("inputs"), 60),
             ]  # fmt: skip
+        elif method == m.RUN_TOOL_CALL_PROGRESS:
+            row = self.rows.get(str(params.get("callId")))
+            if row is not None and row[0] == "running":
+                row[4] = progress_words(params)
         elif method == m.RUN_TOOL_CALL:
             record = params.get("record") or {}
             self.calls += 1
@@ -244,6 +249,15 @@ class LiveView(View):
             if not self.out.closed:
                 self.live.start()
 
+    async def elicit(self, request: Elicitation) -> ElicitationAnswer:
+        self.stop()
+        try:
+            self._print_said()  # what the model said before the server asked
+            return await super().elicit(request)
+        finally:
+            if not self.out.closed:
+                self.live.start()
+
     async def _read_answer(self) -> PermissionOutcome | None:
         self._answer = read_line(self.answer_fd)
         try:
@@ -272,3 +286,17 @@ def _tail(said: list[list[str]], lines: int, width: int) -> list[tuple[str, str]
         if len(out) >= lines:
             break
     return out[-lines:]
+
+
+def progress_words(params: dict[str, Any]) -> str:
+    """A running call's progress from the server's numbers: ``40% indexing`` with a
+    total, ``40 indexing`` without; made printable."""
+    progress, total = params.get("progress"), params.get("total")
+    if not isinstance(progress, int | float):
+        return ""
+    if isinstance(total, int | float) and total > 0:
+        done = f"{min(progress / total, 1.0):.0%}"
+    else:
+        done = f"{progress:g}"
+    message = params.get("message")
+    return f"{done} {printable(str(message))}".strip() if message else done

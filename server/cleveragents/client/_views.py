@@ -48,6 +48,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from ..protocol import methods as m
+from ..runs import Elicitation, ElicitationAnswer
 from ..tool import RESERVED_INPUT_KEYS, PermissionOutcome
 from ._terminal import json_text, printable
 
@@ -228,6 +229,8 @@ class View:
         self.show_reasoning = True
         """Whether the model's reasoning is shown (``--no-reasoning`` hides it)."""
         self._reasoning_open = False  # a line of reasoning is written and not ended
+        self._interrupted_with = ""
+        """What Ctrl-C answers a pending question: no, or end of input (cancel)."""
 
     # -- lifecycle -------------------------------------------------------------------
 
@@ -377,9 +380,27 @@ class View:
                 return outcome or "reject_once"
 
     def interrupt_ask(self) -> None:
-        """A pending question is answered ``no`` (Ctrl-C while asking)."""
+        """A pending question is answered ``no`` (Ctrl-C while asking); an MCP server's
+        question is cancelled."""
         if self._answer is not None and not self._answer.done():
-            self._answer.set_result("")
+            self._answer.set_result(self._interrupted_with)
+
+    async def elicit(self, request: Elicitation) -> ElicitationAnswer:
+        """Ask an MCP server's question at the terminal (see ``_elicit``)."""
+        from ._elicit import EOF, ask_elicitation
+
+        self._end_line()
+
+        def read() -> asyncio.Future[str]:
+            self._answer = read_line(self.answer_fd)
+            return self._answer
+
+        self._interrupted_with = EOF
+        try:
+            return await ask_elicitation(request, self.asks_on().write, read)
+        finally:
+            self._answer = None
+            self._interrupted_with = ""
 
 
 class AnswerView(View):

@@ -48,6 +48,9 @@ import attrs
 from ..llm import log_scrubber
 from ..protocol import RUN_EVENTS
 from ..runs import (
+    Elicitation,
+    ElicitationAnswer,
+    McpClientSide,
     PermissionPrompt,
     RunHandle,
     RunRequest,
@@ -325,6 +328,22 @@ class _Session:
         )
         return NotAsked(NOT_ASKED)
 
+    async def elicit(self, run_id: str | None, request: Elicitation) -> ElicitationAnswer:
+        """An MCP server's question: asked on the terminal approvals are asked on (one
+        question at a time); declined off one, and under ``--yes``, which answers only
+        what the profile asks."""
+        if self.terminal is None or self.cancelling:
+            self.view.note(
+                f"declined: MCP server {printable(request.server)} asked a question, and "
+                "there is no terminal to ask it on"
+                + (" (--yes answers approvals, not questions)" if self.options.yes else "")
+            )
+            return ElicitationAnswer("decline")
+        async with self.asking:
+            if self.cancelling:
+                return ElicitationAnswer("cancel")
+            return await self.view.elicit(request)
+
     def request(self) -> RunRequest:
         options = self.options
         return RunRequest(
@@ -364,7 +383,7 @@ async def _run(options: RunOptions, tools: list[ToolSpec]) -> int:
         state_dir=options.state_dir, workspace_folders=(str(options.workspace),),
         mcp_servers=tuple(options.mcp_servers),
     )  # fmt: skip
-    service = RunService(settings, tools)
+    service = RunService(settings, tools, mcp_client=McpClientSide(elicit=session.elicit))
     watch_pipe(sys.stdout, session.stdout)
     try:
         view.start()

@@ -18,7 +18,7 @@ from ._collector import POLICY as COLLECTOR
 from ._collector import CollectorPolicy
 from ._errors import CapabilityError, StateDirError
 from ._mcp import McpServers, McpServerState
-from ._mcp_hooks import Elicit, McpClientSide
+from ._mcp_hooks import Elicit, Elicitation, ElicitationAnswer, McpClientSide
 from ._outputs import DEFAULT_MAX_TOOL_OUTPUT_BYTES, MAX_TOOL_OUTPUT_BYTES
 from ._prepare import RunRequestError, model_spec, reserved
 from ._process import PermissionPrompt, prepare_process
@@ -37,6 +37,8 @@ __all__ = [
     "CollectorPolicy",
     "CompactionSettings",
     "Elicit",
+    "Elicitation",
+    "ElicitationAnswer",
     "McpClientSide",
     "McpServerState",
     "McpServers",

@@ -23,6 +23,8 @@ if TYPE_CHECKING:
     from ._run import Run
     from ._service import RunService
 
+__all__ = ["Elicit", "Elicitation", "ElicitationAnswer", "McpClientSide", "ServiceHooks"]
+
 Elicit = Callable[[str | None, Elicitation], Awaitable[ElicitationAnswer]]
 """``elicit(run_id, request)``: ask the user (``run_id`` ``None`` outside a run)."""
 
