@@ -1,6 +1,7 @@
 """One conversation continued across providers (issue 20: "a conversation continued on
 another provider drops opaque state and still runs"), through the real run service and
-the real adapters, each against its enforcing fake: Claude with thinking, then Gemini 3,
+the real adapters, each against its enforcing fake (in one service, and with a restart
+before each run, so that each conversation is read back from its transcripts): Claude with thinking, then Gemini 3,
 then OpenAI's Responses API, then a compatible chat server that streams reasoning, then
 Claude again. Each fake refuses state it did not issue (a signature, an encrypted item)
 with the provider's own 400, so a run that completes proves the other providers' state
@@ -36,25 +37,47 @@ def keys(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-0123456789SECRET")
 
 
-@pytest.fixture
-async def service(tmp_path: Path) -> AsyncIterator[RunService]:
-    """A run service whose one tool is ``t/echo`` (so every fake calls it)."""
-    root = tmp_path / "ws"
-    root.mkdir()
-    settings = RunSettings(state_dir=tmp_path / "state", workspace_folders=(str(root),))
-    echo = ToolSpec("t/echo", "Echo n.", {"type": "object"}, lambda inputs: inputs.get("n"))
-    made = RunService(settings, [echo])
+class Services:
+    """Run services on one state dir whose one tool is ``t/echo`` (so every fake calls
+    it): the same one for every run, or (``restart``) a new one for each, as after a
+    daemon restart, so each continued conversation is read back from its transcripts."""
+
+    def __init__(self, tmp_path: Path, *, restart: bool) -> None:
+        root = tmp_path / "ws"
+        root.mkdir()
+        self.settings = RunSettings(state_dir=tmp_path / "state", workspace_folders=(str(root),))
+        self.restart = restart
+        self.current: RunService | None = None
+
+    async def get(self) -> RunService:
+        if self.current is not None and self.restart:
+            await self.aclose()
+        if self.current is None:
+            echo = ToolSpec("t/echo", "Echo n.", {"type": "object"}, lambda i: i.get("n"))
+            self.current = RunService(self.settings, [echo])
+        return self.current
+
+    async def aclose(self) -> None:
+        if self.current is not None:
+            await self.current.aclose()
+            self.current = None
+
+
+@pytest.fixture(params=[False, True], ids=["one-service", "restart-each-run"])
+async def service(tmp_path: Path, request: pytest.FixtureRequest) -> AsyncIterator[Services]:
+    services = Services(tmp_path, restart=request.param)
     try:
-        yield made
+        yield services
     finally:
-        await made.aclose()
+        await services.aclose()
 
 
 async def run(
-    service: RunService, fake: Any, model: dict[str, Any], run_id: str, parent: str | None
+    services: Services, fake: Any, model: dict[str, Any], run_id: str, parent: str | None
 ) -> tuple[RunResult, list[dict[str, Any]]]:
     """One run on ``fake``'s loopback server, continuing ``parent``: its result and the
     request bodies the server received."""
+    service = await services.get()
     with LoopbackServer(respond=fake) as server:
         base = server.base_url + ("/v1" if model["provider"].startswith("openai") else "")
         handle = await service.start(
@@ -71,7 +94,7 @@ def outcome(result: RunResult) -> tuple[str, str]:
 
 
 async def test_a_conversation_moves_across_four_providers_and_back_dropping_foreign_state(
-    service: RunService,
+    service: Services,
 ) -> None:
     claude = FakeAnthropic(
         [ClaudeTurn(thinking=(CLAUDE_THOUGHT,), calls=(("t__echo", {"n": 1}),))],
@@ -148,7 +171,7 @@ async def test_a_conversation_moves_across_four_providers_and_back_dropping_fore
 
 
 async def test_a_scripted_conversation_continued_on_claude_gives_it_the_reasoning_as_text(
-    service: RunService,
+    service: Services,
 ) -> None:
     """The scripted model stamps its answers with its spec (``scripted:<inline>``), so
     its reasoning, which has no state, reaches another model as text, not nowhere."""
@@ -157,7 +180,7 @@ async def test_a_scripted_conversation_continued_on_claude_gives_it_the_reasonin
          "toolCalls": [{"name": "t/echo", "arguments": {"n": 7}}]},
         {"content": "Seven."},
     ]}  # fmt: skip
-    handle = await service.start(
+    handle = await (await service.get()).start(
         RunRequest(prompt="Echo seven.", model=scripted, run_id="s1", automation_profile="trusted")
     )
     assert (await handle.result()).status == "completed"
