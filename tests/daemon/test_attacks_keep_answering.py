@@ -96,3 +96,41 @@ async def test_a_hostile_mcp_server_does_not_stop_the_daemon(session: Session) -
     assert status["status"] == "failed"
     assert "tools/list_changed" in status["error"]
     _assert_answered(times)
+
+
+def _heavy_schema(seed: int) -> dict[str, Any]:
+    """A valid schema of about 100 KB whose validator takes about half a second of CPU to
+    compile (ten definitions of 150 patterned properties each)."""
+    definitions = {
+        f"d{j}": {"type": "object", "properties": {
+            f"p{i}": {"type": "string", "pattern": f"^s{seed}x{i}b+$", "minLength": 1}
+            for i in range(150)}}
+        for j in range(10)
+    }  # fmt: skip
+    return {"type": "object", "definitions": definitions,
+            "properties": {f"q{j}": {"$ref": f"#/definitions/d{j}"} for j in range(10)}}  # fmt: skip
+
+
+async def test_client_tool_schemas_compile_off_the_loop_and_still_take_effect_in_order(
+    session: Session,
+) -> None:
+    """A tools/register of large schemas (seconds of compiling) leaves the daemon answering,
+    and a run/start sent right behind it, unanswered, still finds the tools."""
+    tools = [
+        {"name": f"client/heavy{i}", "description": "Heavy.", "inputSchema": _heavy_schema(i)}
+        for i in range(2)
+    ]
+    register = asyncio.ensure_future(session.request(m.TOOLS_REGISTER, {"tools": tools}))
+    model = scripted({"toolCalls": [call("client/heavy1")]}, {"content": "done"})
+    run = session.start(model=model, runId="behind-register")
+    times: list[float] = []
+    while not register.done():
+        asked = time.perf_counter()
+        await session.request(m.MCP_SERVERS, {})
+        times.append(time.perf_counter() - asked)
+        await asyncio.sleep(0.02)
+    assert (await register)["registered"] == [tool["name"] for tool in tools]
+    (record,) = (await run)["toolCallHistory"]
+    assert record["success"] is True, record["error"]
+    assert len(times) >= 3, times  # the loop was free while the schemas compiled
+    _assert_answered(times)

@@ -5,10 +5,16 @@ A client tool is a core ``ToolSpec`` whose handler asks the client: the core val
 inputs and output and applies its timeout like any other tool's. Tools go to the shared
 registry, or to one run's own layer (``runId``). Names under ``builtin/`` and ``mcp:``
 are the daemon's: a client can neither register nor remove them.
+
+A tool's schemas are compiled in a worker thread, never on the event loop: a large schema
+takes up to about a second to compile, and a ``tools/register`` may carry many. The tool
+requests, and ``run/start`` (:meth:`ClientTools.settled`), still take effect in the order
+they arrived: each waits for the registrations before it.
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -43,6 +49,13 @@ class ClientTools:
         self.service = service
         self.registry = service.registry
         self.peer = peer
+        self._in_order = asyncio.Lock()
+        """Held by each tool request while it runs, so they take effect in arrival order."""
+
+    async def settled(self) -> None:
+        """Return once the tool requests that arrived before this call have taken effect."""
+        async with self._in_order:
+            pass
 
     def layer(self, run_id: str | None) -> ToolRegistry:
         if run_id is None:
@@ -52,9 +65,19 @@ class ClientTools:
             raise RunNotFoundError(f"unknown or finished run {run_id!r}")
         return handle.registry
 
-    def register(self, params: wire.RegisterToolsParams) -> wire.RegisterToolsResult:
-        layer = self.layer(params.run_id)
-        specs = [self._spec(index, d) for index, d in enumerate(params.tools)]
+    async def register(self, params: wire.RegisterToolsParams) -> wire.RegisterToolsResult:
+        async with self._in_order:
+            self.layer(params.run_id)  # an unknown run is refused before anything compiles
+            specs = await asyncio.to_thread(self._specs, params.tools)
+            return self._add(params, specs)
+
+    def _specs(self, definitions: list[wire.ToolDefinition]) -> list[ToolSpec]:
+        return [self._spec(index, d) for index, d in enumerate(definitions)]
+
+    def _add(
+        self, params: wire.RegisterToolsParams, specs: list[ToolSpec]
+    ) -> wire.RegisterToolsResult:
+        layer = self.layer(params.run_id)  # the run may have ended while its tools compiled
         names = [spec.name for spec in specs]
         duplicates = {n for n in names if names.count(n) > 1}
         if duplicates:
@@ -69,7 +92,8 @@ class ClientTools:
             layer.register(spec, replace=True)
         return wire.RegisterToolsResult(names)
 
-    def unregister(self, params: wire.UnregisterToolsParams) -> wire.UnregisterToolsResult:
+    async def unregister(self, params: wire.UnregisterToolsParams) -> wire.UnregisterToolsResult:
+        await self.settled()
         layer = self.layer(params.run_id)
         for name in params.names:
             if reserved(name):
@@ -80,7 +104,8 @@ class ClientTools:
             layer.unregister(name)
         return wire.UnregisterToolsResult(list(params.names))
 
-    def list(self, params: wire.ListToolsParams) -> wire.ListToolsResult:
+    async def list(self, params: wire.ListToolsParams) -> wire.ListToolsResult:
+        await self.settled()
         layer = self.layer(params.run_id)
         return wire.ListToolsResult([listed(spec) for spec in layer.specs()])
 

@@ -116,7 +116,6 @@ class DaemonRuns:
             model_caller = ClientModel(self.peer, run_id)
         return RunRequest(
             prompt=params.prompt, run_id=run_id, system_prompt=params.system_prompt,
-            instructions=params.instructions,
             model=model, max_iterations=params.max_iterations, tools=params.tools,
             sandbox_root=params.sandbox_root, roots=self.roots(),
             automation_profile=params.automation_profile,
@@ -133,6 +132,7 @@ class DaemonRuns:
         """``run/start``: the reply is the RunResult's JSON text (made once, for
         ``run/finished`` too) when the run ends. A cancelled request
         (``$/cancelRequest``) cancels the run, then answers -32800."""
+        await self.tools.settled()  # a tools/register sent before it has taken effect
         request = self.request(params)
         notifier = Notifier(self, params.prompt, params.work_done_token)
         handle = await self.service.start(request, notifier)
@@ -217,14 +217,16 @@ class DaemonRuns:
                 states += handle.mcp.statuses()
         return wire.McpServersResult([status_wire(s) for s in states])
 
-    def register_tools(self, params: wire.RegisterToolsParams) -> wire.RegisterToolsResult:
-        return self.tools.register(params)
+    async def register_tools(self, params: wire.RegisterToolsParams) -> wire.RegisterToolsResult:
+        return await self.tools.register(params)
 
-    def unregister_tools(self, params: wire.UnregisterToolsParams) -> wire.UnregisterToolsResult:
-        return self.tools.unregister(params)
+    async def unregister_tools(
+        self, params: wire.UnregisterToolsParams
+    ) -> wire.UnregisterToolsResult:
+        return await self.tools.unregister(params)
 
-    def list_tools(self, params: wire.ListToolsParams) -> wire.ListToolsResult:
-        return self.tools.list(params)
+    async def list_tools(self, params: wire.ListToolsParams) -> wire.ListToolsResult:
+        return await self.tools.list(params)
 
 
 _LIMIT_FIELDS = ("max_tool_calls", "deadline_ms", "max_input_tokens", "max_output_tokens",
