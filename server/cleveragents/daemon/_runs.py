@@ -116,6 +116,7 @@ class DaemonRuns:
             model_caller = ClientModel(self.peer, run_id)
         return RunRequest(
             prompt=params.prompt, run_id=run_id, system_prompt=params.system_prompt,
+            instructions=params.instructions,
             model=model, max_iterations=params.max_iterations, tools=params.tools,
             sandbox_root=params.sandbox_root, roots=self.roots(),
             automation_profile=params.automation_profile,
