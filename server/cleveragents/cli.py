@@ -107,23 +107,23 @@ def _command(args: argparse.Namespace) -> int:
         from .daemon import serve
 
         _configure_logging(args.log_level.upper())
-        if args.model and not args.model.strip().startswith(("{", "@")):
-            try:  # a known model's bare name, as run takes it
-                args.model = bare_model(args.model.strip(), "--model")
-            except UsageError as exc:
-                print(f"cleveragents serve: {exc}", file=sys.stderr)
-                return EXIT_USAGE
+        try:  # flags, then the environment, then config.toml; a bare model name resolved
+            servers = serve_settings(args)
+        except UsageError as exc:
+            print(f"cleveragents serve: {exc}", file=sys.stderr)
+            return EXIT_USAGE
         if args.protocol == "acp":
             if args.tcp is not None:
                 print("cleveragents serve: --protocol acp speaks on stdio only", file=sys.stderr)
                 return EXIT_USAGE
             from . import acp
 
-            acp_code: int = acp.serve(args.state_dir, args.model, args.profile)
+            acp_code: int = acp.serve(args.state_dir, args.model, args.profile, servers)
             return acp_code
         code: int = serve(
-            args.state_dir, args.tcp, args.model, args.profile, token_file=args.token_file
-        )
+            args.state_dir, args.tcp, args.model, args.profile, token_file=args.token_file,
+            mcp_servers=servers,
+        )  # fmt: skip
         return code
     if (
         args.command is None
@@ -170,6 +170,33 @@ def _command(args: argparse.Namespace) -> int:
 
 
 # -- settings ----------------------------------------------------------------------------
+
+
+def serve_settings(args: argparse.Namespace) -> Any:
+    """``serve``'s model, profile and state dir, each from its flag, else its variable,
+    else ``config.toml`` (set on ``args``; ``initializationOptions`` still win over them
+    in the daemon), and ``config.toml``'s MCP servers. A model or profile that ``run``
+    would refuse is a usage error here too, before any editor waits on it."""
+    from ._mcp_commands import McpUsageError
+    from ._mcp_files import McpFileError, read_toml_servers
+    from .client._config import config_path
+
+    settings = _settings(
+        model=args.model, profile=args.profile,
+        state_dir=str(args.state_dir) if args.state_dir else None,
+    )  # fmt: skip
+    model = settings["model"]
+    if model.value and not model.value.strip().startswith(("{", "@")):
+        args.model = bare_model(model.value.strip(), model.source)
+    else:
+        args.model = model.value
+    args.profile = _profile(settings["profile"])
+    args.state_dir = Path(str(settings["state_dir"].value)).expanduser()
+    try:
+        entries = read_toml_servers(config_path())
+    except (McpFileError, McpUsageError) as exc:
+        raise UsageError(str(exc)) from None
+    return tuple(entry.config for entry in entries if entry.enabled)
 
 
 def _settings(**flags: str | None) -> dict[str, Any]:

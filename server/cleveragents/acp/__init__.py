@@ -24,7 +24,9 @@ import contextlib
 import json
 import logging
 import pathlib
+from collections.abc import Sequence
 
+from ..mcp import McpServerConfig
 from ._agent import AcpAgent
 
 __all__ = ["AcpAgent", "create_agent", "serve"]
@@ -34,7 +36,11 @@ def create_agent(
     state_dir: pathlib.Path | None = None,
     model: object = None,
     automation_profile: str | None = None,
+    mcp_servers: Sequence[McpServerConfig] = (),
 ) -> AcpAgent:
+    """The agent and its run service; ``mcp_servers`` start with the service (so call it
+    on a running loop when there are any) and serve every session, beside each
+    session's own."""
     from ..runs import RunSettings
     from ..transcripts import default_state_dir
     from ..workspace import ShellTool, builtin_tools
@@ -45,7 +51,7 @@ def create_agent(
             model = json.loads(model)
     settings = RunSettings(
         state_dir=state_dir or default_state_dir(), model=model,
-        automation_profile=automation_profile,
+        automation_profile=automation_profile, mcp_servers=tuple(mcp_servers),
     )  # fmt: skip
     return AcpAgent(settings, builtin_tools(shell=ShellTool()))
 
@@ -54,6 +60,7 @@ def serve(
     state_dir: pathlib.Path | None = None,
     model: object = None,
     automation_profile: str | None = None,
+    mcp_servers: Sequence[McpServerConfig] = (),
 ) -> int:
     """Serve ACP on stdio until the client leaves; returns the process exit code."""
     from ..rpc import prepare_process
@@ -61,8 +68,14 @@ def serve(
 
     agent = create_agent(state_dir, model, automation_profile)
     prepare_process()  # the collector policy included, as for the LSP daemon
+
+    async def serving() -> int:
+        if mcp_servers:  # config.toml's: started on the loop that serves them
+            agent.service.mcp.start(list(mcp_servers))
+        return await serve_stdio(agent)
+
     try:
-        return asyncio.run(serve_stdio(agent))
+        return asyncio.run(serving())
     except KeyboardInterrupt:
         logging.getLogger(__name__).warning("interrupted")
         return 130

@@ -25,6 +25,7 @@ from ..runs import RunRequest, RunService, RunSettings
 from ..tool import CleverAgentsError, JsonRpcCode, ToolSpec
 from ..workspace import BUILTIN_PROFILES, DEFAULT_PROFILE
 from . import _mapping as mp
+from ._model import require_model
 from ._params import invalid, mcp_entries, root_directory
 from ._rpc import AcpDispatcher
 from ._session import Session, Turn
@@ -428,6 +429,7 @@ class AcpAgent:
         meta = session.meta
         runs: list[str] = meta["runs"]
         assert self.rpc is not None
+        require_model(self.settings.model)  # in an ACP user's words, before any run
         request = RunRequest(
             prompt=text, run_id=uuid.uuid4().hex, automation_profile=meta["mode"],
             sandbox_root=session.roots[0], roots=session.roots,

@@ -10,6 +10,8 @@ from pathlib import Path
 
 import attrs
 
+from ..mcp import McpServerConfig
+
 
 @attrs.frozen
 class DaemonConfig:
@@ -18,3 +20,6 @@ class DaemonConfig:
     state_dir: Path
     model: object = None
     automation_profile: str | None = None
+    mcp_servers: tuple[McpServerConfig, ...] = ()
+    """``config.toml``'s MCP servers (``serve`` reads it); an ``initializationOptions``
+    entry of the same name replaces one."""

@@ -7,8 +7,12 @@ from __future__ import annotations
 import asyncio
 import logging
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
+import attrs
+
+from ..mcp import McpServerConfig
 from ..rpc import prepare_process
 from ..transcripts import default_state_dir
 from ._config import DaemonConfig
@@ -39,11 +43,14 @@ def serve(
     automation_profile: str | None = None,
     *,
     token_file: Path | None = None,
+    mcp_servers: Sequence[McpServerConfig] = (),
 ) -> int:
     """Run the daemon until its client leaves; returns the process exit code (0 after
     shutdown, 1 on exit without it, 2 for a ``--tcp`` token that cannot be used,
     143/129/130 on SIGTERM/SIGHUP/SIGINT)."""
     server = create_server(state_dir, model, automation_profile)
+    if mcp_servers:  # config.toml's, read by the command line
+        server.config = attrs.evolve(server.config, mcp_servers=tuple(mcp_servers))
     prepare_process()
     try:
         if tcp is not None:

@@ -228,7 +228,8 @@ class CleverAgentsServer:
             ),
             shell_env=tuple(options.shell_env or ()),
             instructions=options.instructions is not False,
-            mcp_servers=tuple(mcp_servers),
+            # config.toml's servers, each replaced by the client's entry of its name
+            mcp_servers=tuple({c.name: c for c in (*config.mcp_servers, *mcp_servers)}.values()),
         )
 
     async def shutdown(self) -> None:
