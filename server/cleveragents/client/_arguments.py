@@ -23,6 +23,8 @@ EventCallback = Callable[[str, dict[str, Any]], None]
 PermissionAnswer = str | Mapping[str, Any]
 PermissionCallback = Callable[[dict[str, Any]], PermissionAnswer | Awaitable[PermissionAnswer]]
 """Answers ``permission/request`` params with an outcome or ``{"outcome": ...}``."""
+ElicitationCallback = Callable[[dict[str, Any]], dict[str, Any] | Awaitable[dict[str, Any]]]
+"""Answers ``mcp/elicit`` params (an MCP server's question) with ``{action, content?}``."""
 LlmCallback = Callable[[dict[str, Any]], dict[str, Any] | Awaitable[dict[str, Any]]]
 """Answers ``llm/generate`` params with ``{content, toolCalls, usage?}``."""
 
@@ -73,6 +75,7 @@ def initialize_params(
     automation_profile: str | None,
     permissions: bool,
     llm: bool,
+    elicitation: bool = False,
 ) -> dict[str, Any]:
     """``initialize``'s params: the workspace folders (the first is the root) and what
     this client lends the daemon (permission prompts, a model)."""
@@ -86,7 +89,9 @@ def initialize_params(
         "rootUri": folders[0].as_uri(),
         "workspaceFolders": [{"uri": f.as_uri(), "name": f.name} for f in folders],
         "capabilities": {
-            "experimental": {"cleveragents": {"permissions": permissions, "llm": llm}}
+            "experimental": {
+                "cleveragents": {"permissions": permissions, "llm": llm, "elicitation": elicitation}
+            }
         },
         "initializationOptions": options,
     }

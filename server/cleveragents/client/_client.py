@@ -30,6 +30,7 @@ from ..protocol import RpcError
 from ..protocol import methods as m
 from ..tool import JsonRpcCode
 from ._arguments import (
+    ElicitationCallback,
     EventCallback,
     LlmCallback,
     PermissionCallback,
@@ -48,6 +49,8 @@ CANCEL_WAIT_S = 5.0
 """How long a cancelled ``run()`` waits for the daemon to end the run before raising."""
 
 
+_ACTIONS = ("accept", "decline", "cancel")
+
 RUN_EVENTS = frozenset(method.name for method in m.RUN_EVENTS.values())
 """The run notifications, from the method table (one per core run event)."""
 
@@ -64,6 +67,9 @@ class Client:
         self._any_listeners: list[EventCallback] = []
         self.permission_handler: PermissionCallback | None = None
         self.llm_handler: LlmCallback | None = None
+        self.elicitation_handler: ElicitationCallback | None = None
+        """Answers an MCP server's question (``mcp/elicit``); spawn with
+        ``elicitation=True`` for the daemon to ask this client at all."""
         self.stderr: StderrTail | None = None
         self._registering: list[asyncio.Task[None]] = []
         self._handler_errors: dict[str, BaseException] = {}
@@ -71,6 +77,7 @@ class Client:
         connection.handle(m.TOOLS_CALL, self._on_tools_call)
         connection.handle(m.PERMISSION_REQUEST, self._on_permission)
         connection.handle(m.LLM_GENERATE, self._on_llm_generate)
+        connection.handle(m.MCP_ELICIT, self._on_elicit)
 
     @classmethod
     async def spawn(
@@ -82,6 +89,7 @@ class Client:
         automation_profile: str | None = None,
         permissions: bool = False,
         llm: bool = False,
+        elicitation: bool = False,
         extra_folders: tuple[str | Path, ...] = (),
         command: list[str] | None = None,
         env: Mapping[str, str] | None = None,
@@ -113,7 +121,7 @@ class Client:
         folders = [Path(p).resolve() for p in (workspace, *extra_folders)]  # noqa: ASYNC240
         params = initialize_params(
             folders, model=model, automation_profile=automation_profile,
-            permissions=permissions, llm=llm,
+            permissions=permissions, llm=llm, elicitation=elicitation,
         )  # fmt: skip
         await client._initialize(params)
         return client
@@ -263,6 +271,25 @@ class Client:
             self._handler_errors.setdefault(run_id, exc)
             self._send_cancel(run_id)
             return {"outcome": "reject_once"}
+
+    async def _on_elicit(self, params: dict[str, Any]) -> Any:
+        """The handler's answer to an MCP server's question; without a handler, or when
+        it raises, the question is cancelled (the server is never given an answer the
+        user did not give). The daemon checks the content against the server's schema."""
+        if self.elicitation_handler is None:
+            return {"action": "cancel"}
+        try:
+            answer = self.elicitation_handler(params)
+            if inspect.isawaitable(answer):
+                answer = await answer
+        except Exception:  # noqa: BLE001 - the question is cancelled; the run goes on
+            return {"action": "cancel"}
+        if not isinstance(answer, Mapping) or answer.get("action") not in _ACTIONS:
+            raise TypeError(
+                "elicitation_handler must answer {'action': 'accept' | 'decline' | 'cancel', "
+                f"'content'?: {{...}}}}, not {answer!r}"
+            )
+        return dict(answer)
 
     async def _on_llm_generate(self, params: dict[str, Any]) -> Any:
         if self.llm_handler is None:
