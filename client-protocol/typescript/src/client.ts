@@ -47,6 +47,8 @@ import {
   type ListedTool,
   type LlmGenerateParams,
   type LlmGenerateResult,
+  type McpServerEntry,
+  type McpServerStatus,
   type CompactedNotification,
   type MessageDeltaNotification,
   type ReasoningDeltaNotification,
@@ -507,6 +509,28 @@ export class CleverAgentsClient implements Disposable {
 
   async listRuns(): Promise<RunSummary[]> {
     return (await this.request(Methods.RUN_LIST, {})).runs;
+  }
+
+  // -- MCP servers ------------------------------------------------------------------------
+
+  /** `mcp/add`: mount MCP servers daemon-wide. All or none: one bad entry refuses the call
+   * (-32602 naming its field) and nothing starts. Resolves with their names at once; each
+   * starts in the background: `mcpServers()` says when it is `ready` (or why it `failed`),
+   * and `onDidChangeTools` fires when its tools appear. */
+  async addMcpServers(servers: McpServerEntry[]): Promise<string[]> {
+    return (await this.request(Methods.MCP_ADD, { servers })).added;
+  }
+
+  /** `mcp/remove`: stop daemon-wide MCP servers and take their tools away (an unknown
+   * name is -32012 and removes nothing). */
+  async removeMcpServers(names: string[]): Promise<string[]> {
+    return (await this.request(Methods.MCP_REMOVE, { names })).removed;
+  }
+
+  /** `mcp/servers`: how each daemon-wide MCP server is doing (and with `runId`, that active
+   * run's own): `starting`, `ready`, `failed` with `error` and `stderrTail`, or `stopped`. */
+  async mcpServers(runId?: string): Promise<McpServerStatus[]> {
+    return (await this.request(Methods.MCP_SERVERS, runId === undefined ? {} : { runId })).servers;
   }
 
   // -- lifecycle --------------------------------------------------------------------------

@@ -493,3 +493,34 @@ test("a daemon request cancelled before its handler starts never reaches the han
       await client.close(2_000);
     }
   });
+
+test("MCP servers: addMcpServers mounts one, mcpServers says when it is ready, a run calls it, removeMcpServers takes it away",
+  { timeout: TEST_TIMEOUT_MS }, async () => {
+    const server = resolve(PACKAGE_DIR, "..", "..", "tests", "mcp", "servers", "sdk_server.py");
+    const model = script({ content: "Adding.", toolCalls: [call("mcp:calc/add", { a: 2, b: 3 })] }, { content: "5" });
+    await withDaemon({ model, automationProfile: "trusted" }, async ({ client }) => {
+      const changed = new Promise((resolveChange) => {
+        const subscription = client.onDidChangeTools((e) => {
+          if (e.source === "mcp" && e.server === "calc") { subscription.dispose(); resolveChange(e); }
+        });
+      });
+      assert.deepEqual(await client.addMcpServers([{ name: "calc", command: PYTHON, args: [server] }]), ["calc"]);
+      await within(changed, "tools/changed for calc");
+      const [status] = await client.mcpServers();
+      assert.ok(status !== undefined);
+      assert.equal(status.name, "calc");
+      assert.equal(status.status, "ready", status.error);
+      assert.ok(status.toolCount > 0);
+      assert.ok((await client.listTools()).some((tool) => tool.name === "mcp:calc/add"));
+      const result = await within(client.run("add"), "run");
+      assert.equal(result.status, "completed");
+      assert.deepEqual(result.toolCallHistory.map((r) => [r.toolName, r.output]), [["mcp:calc/add", { result: 5 }]]);
+      // One bad entry refuses the whole call, naming its field; an unknown name removes nothing.
+      await assert.rejects(client.addMcpServers([{ name: "bad", command: PYTHON, args: "one string" as unknown as string[] }]),
+        (error: unknown) => error instanceof ResponseError && error.code === ErrorCodes.InvalidParams && /servers\[0\]\.args/.test(error.message));
+      await assert.rejects(client.removeMcpServers(["nope"]), (error: unknown) => error instanceof ResponseError && error.code === -32012);
+      assert.deepEqual(await client.removeMcpServers(["calc"]), ["calc"]);
+      assert.deepEqual(await client.mcpServers(), []);
+      assert.ok(!(await client.listTools()).some((tool) => tool.name.startsWith("mcp:")));
+    });
+  });
