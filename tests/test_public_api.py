@@ -57,7 +57,7 @@ PUBLIC: dict[str, set[str]] = {
     "cleveragents.mcp": {
         "RESTARTS_PER_MINUTE", "SDK_MISSING", "SERVER_NAME_PATTERN", "McpConfigError",
         "McpServer", "McpServerConfig", "McpToolError", "ProtocolVersion", "Scope", "Status",
-        "Transport", "Trust", "mcp_available",
+        "Transport", "Trust", "mcp_available", "OAuthConfig", "TokenStore",
         "NO_HOOKS", "ClientHooks", "ElicitAction", "ElicitMode", "Elicitation", "ElicitationAnswer",
     },
     "cleveragents.transcripts": {

@@ -22,7 +22,8 @@ def test_the_public_api_is_pinned() -> None:
     assert set(mcp_core.__all__) == {
         "RESTARTS_PER_MINUTE", "SDK_MISSING", "SERVER_NAME_PATTERN", "McpConfigError",
         "McpServer", "McpServerConfig", "McpToolError", "ProtocolVersion", "Scope", "Status",
-        "Transport", "Trust", "mcp_available",
+        "Transport", "Trust", "mcp_available", "OAuthConfig", "TokenStore",
+        "NO_HOOKS", "ClientHooks", "ElicitAction", "ElicitMode", "Elicitation", "ElicitationAnswer",
     }  # fmt: skip
     assert all(hasattr(mcp_core, name) for name in mcp_core.__all__)
     assert issubclass(mcp_core.McpToolError, ToolError)

@@ -7,9 +7,11 @@ export const PROTOCOL_VERSION = 1;
 
 export type Decision = "allow" | "ask" | "deny";
 
+export type McpGrant = "authorization_code" | "client_credentials";
+
 export type McpProtocol = "2025-11-25" | "2026-07-28";
 
-export type McpStatus = "starting" | "ready" | "failed" | "stopped";
+export type McpStatus = "starting" | "ready" | "failed" | "stopped" | "needsAuth";
 
 export type McpTrust = "read" | "write" | "execute";
 
@@ -73,6 +75,7 @@ export type EmptyResult = Record<string, never>;
 export interface InitializationOptions {
   model?: string | Record<string, unknown>;
   automationProfile?: string;
+  instructions?: boolean;
   stateDir?: string;
   profiles?: Record<string, CustomProfile>;
   maxToolOutputBytes?: number;
@@ -164,6 +167,38 @@ export interface McpElicitResult {
   content?: Record<string, unknown>;
 }
 
+/** Params of `mcp/login`. */
+export interface McpLoginParams {
+  name: string;
+}
+
+/** Result of `mcp/login`. */
+export interface McpLoginResult {
+  server: McpServerStatus;
+}
+
+/** Params of `mcp/logout`. */
+export interface McpLogoutParams {
+  name: string;
+}
+
+/** Result of `mcp/logout`. */
+export interface McpLogoutResult {
+  forgotten: boolean;
+  server: McpServerStatus;
+}
+
+/** How a `url` server's client authorizes (the MCP authorization spec). Every field is optional: without `oauth` at all, a 401 starts discovery, dynamic registration and a browser sign-in. */
+export interface McpOAuth {
+  clientId?: string;
+  clientSecret?: string;
+  scopes?: string[];
+  clientMetadataUrl?: string;
+  grant?: McpGrant;
+  privateKeyFile?: string;
+  signingAlgorithm?: string;
+}
+
 /** Params of `mcp/remove`. */
 export interface McpRemoveParams {
   names: string[];
@@ -189,6 +224,7 @@ export interface McpServerEntry {
   exclude?: string[];
   protocol?: McpProtocol;
   trust?: McpTrust;
+  oauth?: McpOAuth;
 }
 
 /** One MCP server: where it is configured, how it is reached, and how it is doing. */
@@ -201,6 +237,7 @@ export interface McpServerStatus {
   protocolVersion?: string;
   error?: string;
   stderrTail?: string;
+  authorizationUrl?: string;
 }
 
 /** Params of `mcp/servers`. */
@@ -291,6 +328,7 @@ export interface RunParams {
   prompt: string;
   runId?: string;
   systemPrompt?: string;
+  instructions?: boolean;
   model?: string | Record<string, unknown>;
   maxIterations?: number;
   tools?: string[];
@@ -485,6 +523,10 @@ export const Methods = {
   MCP_REMOVE: "mcp/remove",
   /** request, client->daemon: The MCP servers and how each is doing (with runId: that run's own too). */
   MCP_SERVERS: "mcp/servers",
+  /** request, client->daemon: Forget an MCP server's tokens and start its sign-in again. */
+  MCP_LOGIN: "mcp/login",
+  /** request, client->daemon: Forget an MCP server's tokens and registration; it needs a sign-in again. */
+  MCP_LOGOUT: "mcp/logout",
   /** notification, daemon->client: The run began. */
   RUN_STARTED: "run/started",
   /** notification, daemon->client: The model streamed reasoning. */
@@ -531,7 +573,9 @@ export type ClientRequestMethod =
   | "run/get"
   | "mcp/add"
   | "mcp/remove"
-  | "mcp/servers";
+  | "mcp/servers"
+  | "mcp/login"
+  | "mcp/logout";
 
 /** Requests the daemon sends to the client. */
 export type DaemonRequestMethod =
@@ -594,6 +638,8 @@ export interface RequestParams {
   "mcp/add": McpAddParams;
   "mcp/remove": McpRemoveParams;
   "mcp/servers": McpServersParams;
+  "mcp/login": McpLoginParams;
+  "mcp/logout": McpLogoutParams;
   "tools/call": ToolsCallParams;
   "permission/request": PermissionRequestParams;
   "llm/generate": LlmGenerateParams;
@@ -612,6 +658,8 @@ export interface RequestResults {
   "mcp/add": McpAddResult;
   "mcp/remove": McpRemoveResult;
   "mcp/servers": McpServersResult;
+  "mcp/login": McpLoginResult;
+  "mcp/logout": McpLogoutResult;
   "tools/call": ToolsCallResult;
   "permission/request": PermissionRequestResult;
   "llm/generate": LlmGenerateResult;

@@ -208,6 +208,21 @@ class DaemonRuns:
     async def mcp_remove(self, params: wire.McpRemoveParams) -> wire.McpRemoveResult:
         return wire.McpRemoveResult(await self.service.mcp.remove(params.names))
 
+    async def mcp_login(self, params: wire.McpLoginParams) -> wire.McpLoginResult:
+        mcp = self.service.mcp
+        await mcp.login(params.name)
+        return wire.McpLoginResult(self._status(params.name))
+
+    async def mcp_logout(self, params: wire.McpLogoutParams) -> wire.McpLogoutResult:
+        mcp = self.service.mcp
+        server = mcp.servers.get(params.name)
+        forgotten = server is not None and server.has_stored_auth()
+        await mcp.logout(params.name)
+        return wire.McpLogoutResult(forgotten, self._status(params.name))
+
+    def _status(self, name: str) -> wire.McpServerStatus:
+        return next(status_wire(s) for s in self.service.mcp.statuses() if s.name == name)
+
     def mcp_list(self, params: wire.McpServersParams) -> wire.McpServersResult:
         states = self.service.mcp.statuses()
         if params.run_id is not None:

@@ -53,7 +53,7 @@ from ..workspace.profiles import get_profile
 from ..workspace.shell import check_env_names
 from ._config import DaemonConfig
 from ._elicit import elicitor
-from ._mcp import tools_changed
+from ._mcp import show_document, tools_changed
 from ._runs import DaemonRuns
 
 logger = logging.getLogger(__name__)
@@ -71,6 +71,8 @@ ROUTES: dict[str, str] = {
     m.MCP_ADD: "mcp_add",
     m.MCP_REMOVE: "mcp_remove",
     m.MCP_SERVERS: "mcp_list",
+    m.MCP_LOGIN: "mcp_login",
+    m.MCP_LOGOUT: "mcp_logout",
 }
 """Each client->daemon request of the method table -> the ``DaemonRuns`` method serving it."""
 
@@ -190,6 +192,9 @@ class CleverAgentsServer:
             root_uri = from_fs_path(params.root_path)
         self.workspace = Workspace(root_uri, workspace_folders=params.workspace_folders or [])
         settings = self._settings(options, custom, mcp_servers)
+        window = params.capabilities.window
+        show = window.show_document if window is not None else None
+        opens_documents = show is not None and show.support is True
         if options.shell_env is not None and self.on_shell_env is not None:
             self.on_shell_env(list(options.shell_env))
         mcp_client = McpClientSide(
@@ -198,6 +203,7 @@ class CleverAgentsServer:
         )
         service = RunService(
             settings, self.builtin_tools, on_tools_changed=tools_changed(self.peer),
+            on_authorize=show_document(self.peer, lambda: opens_documents),
             mcp_client=mcp_client,
         )  # fmt: skip
         self.runs = DaemonRuns(

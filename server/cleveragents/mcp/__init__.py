@@ -19,6 +19,7 @@ from ._config import (
     SERVER_NAME_PATTERN,
     McpConfigError,
     McpServerConfig,
+    OAuthConfig,
     ProtocolVersion,
     Transport,
     Trust,
@@ -34,6 +35,7 @@ from ._hooks import (
 )
 from ._sdk import SDK_MISSING, mcp_available
 from ._server import RESTARTS_PER_MINUTE, McpServer, Scope, Status
+from ._tokens import TokenStore
 
 __all__ = [
     "NO_HOOKS",
@@ -49,9 +51,11 @@ __all__ = [
     "McpServer",
     "McpServerConfig",
     "McpToolError",
+    "OAuthConfig",
     "ProtocolVersion",
     "Scope",
     "Status",
+    "TokenStore",
     "Transport",
     "Trust",
     "mcp_available",

@@ -94,8 +94,8 @@ async def run(params: ConnectParams, events: ConnectionEvents) -> str:
         if not isinstance(failure, EXPECTED_FAILURES):
             logger.warning("MCP server %s: connection failed", params.config.name, exc_info=exc)
         if not ends.connected:
-            raise McpStartError(f"cannot connect: {describe(failure)}") from None
-        return f"the connection failed: {describe(failure)}"
+            raise McpStartError(f"cannot connect: {describe(failure, ends)}") from None
+        return f"the connection failed: {describe(failure, ends)}"
     return ends.why
 
 
@@ -119,6 +119,7 @@ async def _serve(params: ConnectParams, events: ConnectionEvents, ends: Ends) ->
             )
         )
         era, tools = await _start(session, params, ends)
+        ends.start_scope = None
         ends.connected = True
         link = _Link(session, ends, refresh, asks)
         await events.connected(link, session.protocol_version or "unknown", era, tools)
@@ -138,7 +139,8 @@ async def _start(
     """The handshake (or discovery) and the first full listing, before the deadline."""
     step = "connecting"
     try:
-        with anyio.fail_after(max(params.deadline - time.monotonic(), 0.0)):
+        with anyio.fail_after(max(params.deadline - time.monotonic(), 0.0)) as scope:
+            ends.start_scope = scope
             era = await _negotiate(session, params)
             step = "listing its tools"
             return era, await list_tools(session)
@@ -157,7 +159,7 @@ async def _start(
             with anyio.move_on_after(2.0):
                 await ends.closed.wait()
             raise McpStartError(f"{ends.why} before it was ready") from None
-        raise McpStartError(f"{step} failed: {describe(exc)}") from None
+        raise McpStartError(f"{step} failed: {describe(exc, ends)}") from None
 
 
 async def _negotiate(session: ClientSession, params: ConnectParams) -> Era:
@@ -315,7 +317,9 @@ class _Link:
             if self._ends.closed.is_set() or is_closed(exc):
                 self._ends.lost()
                 raise ConnectionLost(self._ends.why) from None
-            raise McpToolError(f"the server refused the call: {describe(exc)}") from None
+            raise McpToolError(
+                f"the server refused the call: {describe(exc, self._ends)}"
+            ) from None
         except ValidationError:
             raise McpToolError("the server's answer is not a valid tools/call result") from None
         except RuntimeError as exc:  # an extension answer, or too many input rounds

@@ -18,6 +18,7 @@ from cleveragents.tool import ToolCallContext
 from ._config import McpServerConfig
 from ._hooks import NO_HOOKS, ClientHooks
 from ._logfile import ServerLog
+from ._tokens import TokenStore
 
 Era = Literal["handshake", "modern"]
 """``handshake``: ``initialize`` first (2025-11-25 and before); ``modern``: 2026-07-28."""
@@ -36,6 +37,24 @@ class RawResult:
     is_error: bool
 
 
+class AuthEvents(Protocol):
+    """What the browser step of an authorization tells the server (and through it, the
+    face that can open a browser)."""
+
+    def authorizing(self, url: str | None) -> None:
+        """``url``: the user must open it to sign in (status ``needsAuth``); ``None``: the
+        sign-in is over (it succeeded or failed: the connection goes on and says)."""
+
+
+@attrs.frozen
+class AuthParams:
+    """What an HTTP connection needs to authorize: where tokens are kept, and whom to
+    tell of a sign-in."""
+
+    store: TokenStore
+    events: AuthEvents
+
+
 @attrs.frozen
 class ConnectParams:
     """What one connection attempt needs. ``env`` and ``cwd`` are already resolved;
@@ -51,6 +70,8 @@ class ConnectParams:
     forced: bool
     deadline: float
     """``time.monotonic()`` by which the server must be ready."""
+    auth: AuthParams | None = None
+    """OAuth for an HTTP server; ``None``: no authorization (a 401 is a failure)."""
     hooks: ClientHooks = NO_HOOKS
     """Who answers the server's elicitations and roots, and hears its progress."""
 

@@ -33,13 +33,14 @@ from . import _sdk
 from ._config import McpServerConfig
 from ._errors import ConnectionLost, McpStartError, McpToolError
 from ._hooks import NO_HOOKS, ClientHooks, ProgressGate
-from ._link import ConnectionEvents, ConnectParams, Era, Link, RawResult, WireTool
+from ._link import AuthParams, ConnectionEvents, ConnectParams, Era, Link, RawResult, WireTool
 from ._logfile import ServerLog
+from ._tokens import TokenStore
 from ._tools import build_specs, error_text, full_name, output_checks, output_of
 
 logger = logging.getLogger("cleveragents.mcp")
 
-Status = Literal["starting", "ready", "failed", "stopped"]
+Status = Literal["starting", "ready", "failed", "stopped", "needsAuth"]
 Scope = Literal["daemon", "run"]
 
 RESTARTS_PER_MINUTE = 3
@@ -58,6 +59,11 @@ class McpServer:
     stdio server gets (plus its entry's ``env``); the daemon's own ``os.environ`` is never
     read. stderr goes to ``log_dir/NAME.log``. ``skipped`` lists the tools left out of
     the last listing, as ``"TOOL: reason"``.
+
+    An HTTP server authorizes with OAuth when given ``tokens`` (where its tokens are
+    kept): while a person must sign in, ``status`` is ``needsAuth`` with
+    ``authorization_url`` to open, and ``on_authorize(self)`` is called so a face can
+    open it; :meth:`login` and :meth:`logout` start over and forget.
     """
 
     def __init__(
@@ -70,6 +76,8 @@ class McpServer:
         default_cwd: str | None = None,
         on_tools_changed: Callable[[McpServer], None] | None = None,
         hooks: ClientHooks = NO_HOOKS,
+        tokens: TokenStore | None = None,
+        on_authorize: Callable[[McpServer], None] | None = None,
     ) -> None:
         self.config = config
         self.hooks = hooks
@@ -79,6 +87,10 @@ class McpServer:
         self.protocol_version: str | None = None
         self.error: str | None = None
         self.skipped: list[str] = []
+        self.authorization_url: str | None = None
+        """While ``needsAuth``: the URL the user opens to sign in."""
+        self._tokens = tokens if config.url is not None else None
+        self._on_authorize = on_authorize
         self._on_tools_changed = on_tools_changed
         self._env = {**base_env, **config.env}
         self._cwd = _resolve_cwd(config.cwd, default_cwd)
@@ -106,6 +118,7 @@ class McpServer:
             return
         self.status = "starting"
         self.error = None
+        self.authorization_url = None
         self._settled = asyncio.Event()
         deadline = time.monotonic() + self.config.startup_timeout_s
         self._task = asyncio.get_running_loop().create_task(
@@ -120,6 +133,48 @@ class McpServer:
         wait = self.config.startup_timeout_s if timeout is None else timeout
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self._settled.wait(), max(wait, 0.0))
+
+    async def login(self) -> None:
+        """Forget the server's tokens and connect again, so it asks for a new sign-in
+        (its registration is kept). Returns once the server has settled (``needsAuth``
+        with the URL to open, ``ready``, or ``failed``)."""
+        if self._tokens is None:
+            raise McpToolError(f"MCP server {self.config.name} does not authorize with OAuth")
+        await self._disconnect()
+        self._tokens.forget_tokens(self.config.name, self.config.url or "")
+        self.start()
+        await self.wait_ready()
+
+    async def logout(self) -> bool:
+        """Forget the server's tokens and registration and disconnect: it is
+        ``needsAuth`` until :meth:`login`. Whether anything was stored."""
+        if self._tokens is None:
+            raise McpToolError(f"MCP server {self.config.name} does not authorize with OAuth")
+        await self._disconnect()
+        forgotten = self._tokens.forget(self.config.name)
+        self.status = "needsAuth"
+        self.authorization_url = None
+        self.error = f"signed out; {self._login_hint()}"
+        self._settled.set()
+        return forgotten
+
+    def has_stored_auth(self) -> bool:
+        """Whether tokens or a registration are stored for this server."""
+        return self._tokens is not None and bool(
+            self._tokens.load(self.config.name, self.config.url or "")
+        )
+
+    def _login_hint(self) -> str:
+        name = self.config.name
+        return f"sign in with mcp/login {{name: {name!r}}} or `cleveragents mcp login {name}`"
+
+    async def _disconnect(self) -> None:
+        task = self._task
+        if task is not None and not task.done():
+            self.status = "stopped"  # the connection's end is not a failure
+            task.cancel()
+            await asyncio.wait({task}, timeout=STOP_TIMEOUT_S)
+        self._link = None
 
     async def stop(self) -> None:
         """Stop the server (a stdio server's whole process group) and give back its tools'
@@ -149,7 +204,9 @@ class McpServer:
                 raise McpStartError(f"{_sdk.SDK_MISSING} ({exc})") from None
             params = ConnectParams(
                 self.config, self._env, self._cwd, self._log,
-                self._era, self.config.protocol is not None, deadline, hooks=self.hooks,
+                self._era, self.config.protocol is not None, deadline,
+                auth=AuthParams(self._tokens, self._events) if self._tokens is not None else None,
+                hooks=self.hooks,
             )  # fmt: skip
             why = await run_connection(params, self._events)
             self._failed(why)
@@ -253,6 +310,8 @@ class McpServer:
             return link
         if self.status == "stopped":
             raise McpToolError(f"MCP server {self.config.name} is stopped")
+        if self.status == "needsAuth":
+            raise McpToolError(self.needs_auth_text())
         if self.status == "starting":
             raise McpToolError(
                 f"MCP server {self.config.name} is still starting after "
@@ -279,6 +338,24 @@ class McpServer:
         task = self._task
         if task is not None and not task.done():
             await asyncio.wait({task}, timeout=SETTLE_AFTER_LOSS_S)
+
+    def needs_auth_text(self) -> str:
+        """Why a call cannot go through while the server waits for a sign-in."""
+        text = f"MCP server {self.config.name} needs authorization"
+        if self.authorization_url is not None:
+            return f"{text}: open {self.authorization_url} to sign in, or {self._login_hint()}"
+        return f"{text}: {self.error or self._login_hint()}"
+
+    def failure_text(self) -> str:
+        """What a call of one of this server's tools is told when the server has no tools
+        to call: its name, status and error (and the tail of its stderr)."""
+        if self.status == "needsAuth":
+            return self.needs_auth_text()
+        if self.status == "failed":
+            return self._down(self.error or "it is not running")
+        if self.status == "starting":
+            return f"MCP server {self.config.name} is still starting"
+        return f"MCP server {self.config.name} is {self.status}"
 
     def _down(self, why: str) -> str:
         text = f"MCP server {self.config.name} is down: {why}"
@@ -342,13 +419,37 @@ class _Events(ConnectionEvents):
     def __init__(self, server: McpServer) -> None:
         self._server = server
 
+    def authorizing(self, url: str | None) -> None:
+        server = self._server
+        if server.status == "stopped":
+            return
+        if url is None:  # the sign-in is over: the connection says how it went
+            server.authorization_url = None
+            if server.status == "needsAuth":
+                server.status = "ready" if server._link is not None else "starting"
+                server.error = None
+            return
+        server.status = "needsAuth"
+        server.authorization_url = url
+        server.error = "waiting for the user to sign in"
+        server._settled.set()  # a run goes on without it; a call says how to sign in
+        if server._on_authorize is not None:
+            try:
+                server._on_authorize(server)
+            except Exception:  # the face's failure is not the server's
+                logger.exception("on_authorize for MCP server %s raised", server.config.name)
+
     async def connected(
         self, link: Link, protocol_version: str, era: Era, tools: list[WireTool]
     ) -> None:
         server = self._server
-        if server.status != "starting":  # stopped meanwhile
+        if server.status not in ("starting", "needsAuth"):  # stopped meanwhile
             return
-        if not await server._listed(tools, notify=False) or server.status != "starting":
+        late = server._settled.is_set()  # a sign-in came first: tell of the tools
+        if not await server._listed(tools, notify=late) or server.status not in (
+            "starting",
+            "needsAuth",
+        ):
             return
         server._link = link
         server.protocol_version = protocol_version

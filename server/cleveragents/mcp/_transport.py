@@ -23,7 +23,7 @@ It knows nothing of sessions, eras or tools. Imports the SDK: only ever loaded t
 from __future__ import annotations
 
 import math
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
 from urllib.parse import urlsplit, urlunsplit
 
@@ -87,7 +87,7 @@ async def open_transport(
 
     cap = AnswerCap(MAX_HTTP_ANSWER_BYTES, ends)
     auth: httpx2.Auth | None = None
-    if params.auth is not None and not any(k.lower() == "authorization" for k in config.headers):
+    if params.auth is not None and not _own_credentials(config.url, config.headers):
         tasks = await stack.enter_async_context(anyio.create_task_group())
         stack.callback(tasks.cancel_scope.cancel)
         ends.authorizer = Authorizer(
@@ -113,6 +113,12 @@ async def open_transport(
         config.url, http_client=client, max_sse_event_size=MAX_HTTP_ANSWER_BYTES
     )
     return await stack.enter_async_context(_watched(transport, ends))
+
+
+def _own_credentials(url: str, headers: Mapping[str, str]) -> bool:
+    """Whether the entry authorizes itself (an ``Authorization`` header, or credentials
+    in the URL): then no OAuth, and a 401 is reported as it is."""
+    return "@" in urlsplit(url).netloc or any(k.lower() == "authorization" for k in headers)
 
 
 def pause(ends: Ends) -> Callable[[], None]:

@@ -38,6 +38,8 @@ RUN_GET = "run/get"
 MCP_ADD = "mcp/add"
 MCP_REMOVE = "mcp/remove"
 MCP_SERVERS = "mcp/servers"
+MCP_LOGIN = "mcp/login"
+MCP_LOGOUT = "mcp/logout"
 # daemon -> client notifications: the run's, named by their core events (see RUN_EVENTS)
 _BY_EVENT: dict[type, str] = {n.event: n.method for n in t.RUN_NOTIFICATIONS}
 RUN_STARTED = _BY_EVENT[RunStarted]
@@ -95,6 +97,10 @@ METHODS: tuple[Method, ...] = (
            "Stop and unmount daemon-wide MCP servers."),
     Method(MCP_SERVERS, "request", "client->daemon", t.McpServersParams, t.McpServersResult,
            "The MCP servers and how each is doing (with runId: that run's own too)."),
+    Method(MCP_LOGIN, "request", "client->daemon", t.McpLoginParams, t.McpLoginResult,
+           "Forget an MCP server's tokens and start its sign-in again."),
+    Method(MCP_LOGOUT, "request", "client->daemon", t.McpLogoutParams, t.McpLogoutResult,
+           "Forget an MCP server's tokens and registration; it needs a sign-in again."),
     *(Method(n.method, "notification", "daemon->client", n.wire, None, n.summary, n.event)
       for n in t.RUN_NOTIFICATIONS),
     Method(TOOLS_CHANGED, "notification", "daemon->client", t.ToolsChangedNotification,

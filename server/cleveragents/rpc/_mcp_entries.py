@@ -4,9 +4,10 @@ session ``mcpServers``), checked and turned into ``McpServerConfig`` objects."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import os
+from collections.abc import Iterable, Mapping, Sequence
 
-from ..mcp import McpConfigError, McpServerConfig, mcp_available
+from ..mcp import McpConfigError, McpServerConfig, OAuthConfig, mcp_available
 from ..protocol import ParamsError, camel, wire
 from ..runs import CapabilityError
 
@@ -60,10 +61,45 @@ def _config(entry: wire.McpServerEntry, where: str) -> McpServerConfig:
             exclude=tuple(entry.exclude) if entry.exclude is not None else None,
             protocol=entry.protocol,
             trust=entry.trust,
+            oauth=_oauth(entry, os.environ),
         )
     except McpConfigError as exc:
         field = _WIRE_FIELDS.get(exc.field, camel(exc.field))
         raise ParamsError(f"{where}.{field}: {exc.problem}") from None
 
 
-_WIRE_FIELDS = {"timeout_s": "timeoutMs", "startup_timeout_s": "startupTimeoutMs"}
+def secret_variable(name: str) -> str:
+    """The daemon's environment variable that holds server ``name``'s client secret when
+    its entry gives none: ``CLEVERAGENTS_MCP_SECRET_<NAME>``."""
+    return "CLEVERAGENTS_MCP_SECRET_" + name.upper().replace("-", "_")
+
+
+def _oauth(entry: wire.McpServerEntry, environ: Mapping[str, str]) -> OAuthConfig | None:
+    """The entry's ``oauth``, its client secret from the environment when not given (a
+    secret kept out of the editor's settings)."""
+    oauth = entry.oauth
+    secret = oauth.client_secret if oauth is not None else None
+    if secret is None and oauth is not None and oauth.client_id is not None:
+        secret = environ.get(secret_variable(entry.name)) or None
+    if oauth is None:
+        return None
+    return OAuthConfig(
+        client_id=oauth.client_id,
+        client_secret=secret,
+        scopes=tuple(oauth.scopes) if oauth.scopes is not None else None,
+        client_metadata_url=oauth.client_metadata_url,
+        grant=oauth.grant or "authorization_code",
+        private_key_file=oauth.private_key_file,
+        signing_algorithm=oauth.signing_algorithm or "RS256",
+    )
+
+
+_WIRE_FIELDS = {
+    "timeout_s": "timeoutMs",
+    "startup_timeout_s": "startupTimeoutMs",
+    "oauth.client_id": "oauth.clientId",
+    "oauth.client_secret": "oauth.clientSecret",
+    "oauth.client_metadata_url": "oauth.clientMetadataUrl",
+    "oauth.private_key_file": "oauth.privateKeyFile",
+    "oauth.signing_algorithm": "oauth.signingAlgorithm",
+}

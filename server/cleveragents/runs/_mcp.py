@@ -19,7 +19,7 @@ from typing import Literal
 
 import attrs
 
-from ..mcp import NO_HOOKS, ClientHooks, McpServer, McpServerConfig
+from ..mcp import NO_HOOKS, ClientHooks, McpServer, McpServerConfig, TokenStore
 from ..tool import ToolNotFoundError, ToolRegistry
 from ..workspace.shell import default_env
 
@@ -65,6 +65,8 @@ class McpServerState:
     protocol_version: str | None
     error: str | None
     stderr_tail: str | None
+    authorization_url: str | None = None
+    """While ``needsAuth``: the URL to open to sign in."""
 
 
 class McpServers:
@@ -78,11 +80,16 @@ class McpServers:
         env: Mapping[str, str],
         cwd: str | None,
         on_changed: Callable[[str], None] | None = None,
+        tokens: TokenStore | None = None,
+        on_authorize: Callable[[McpServer], None] | None = None,
         hooks: ClientHooks = NO_HOOKS,
     ) -> None:
         self.scope: Scope = scope
         self.hooks = hooks
         """What the servers' elicitations, roots and progress go to."""
+        self._tokens = tokens
+        self._on_authorize = on_authorize
+        layer.explain_missing(self._why_missing)
         self.layer = layer
         self._log_dir = log_dir
         self._env = env
@@ -97,7 +104,8 @@ class McpServers:
         for config in configs:
             server = McpServer(
                 config, scope=self.scope, log_dir=self._log_dir, base_env=self._env,
-                default_cwd=self._cwd, on_tools_changed=self._changed, hooks=self.hooks,
+                default_cwd=self._cwd, on_tools_changed=self._changed,
+                tokens=self._tokens, on_authorize=self._on_authorize, hooks=self.hooks,
             )  # fmt: skip
             self.servers[config.name] = server
             server.start()
@@ -135,6 +143,35 @@ class McpServers:
         watchers = [w for w in self._watchers.values() if not w.done()]
         if watchers:
             await asyncio.wait(watchers)
+
+    def _why_missing(self, tool: str) -> str | None:
+        """A call of ``mcp:SERVER/...`` whose server has no such tool now: the server's
+        status and error, when it is not ready."""
+        if not tool.startswith("mcp:"):
+            return None
+        server = self.servers.get(tool[4:].partition("/")[0])
+        if server is None or server.status == "ready":
+            return None
+        return server.failure_text()
+
+    async def login(self, name: str) -> McpServer:
+        """Start the sign-in of server ``name`` again (see ``McpServer.login``)."""
+        server = self._named(name)
+        await server.login()
+        return server
+
+    async def logout(self, name: str) -> McpServer:
+        """Forget server ``name``'s tokens and disconnect it (see ``McpServer.logout``)."""
+        server = self._named(name)
+        await server.logout()
+        self._changed(server, settled=True)
+        return server
+
+    def _named(self, name: str) -> McpServer:
+        server = self.servers.get(name)
+        if server is None:
+            raise ToolNotFoundError(f"no MCP server named {name!r}")
+        return server
 
     async def roots_changed(self) -> None:
         """The roots changed: each live server is told (``roots/list_changed``)."""
@@ -174,5 +211,5 @@ class McpServers:
         return McpServerState(
             name, server.scope, server.config.transport, server.status,
             len(self._tools.get(name, ())), server.protocol_version, server.error,
-            server.stderr_tail(),
+            server.stderr_tail(), server.authorization_url,
         )  # fmt: skip

@@ -21,7 +21,7 @@ from typing import Any
 
 from ..llm import get_provider
 from ..llm.spec import ModelSpec, create_caller
-from ..mcp import McpServerConfig
+from ..mcp import McpServer, McpServerConfig, TokenStore
 from ..tool import (
     CleverAgentsError,
     JsonRpcCode,
@@ -79,10 +79,13 @@ class RunService:
         tools: Sequence[ToolSpec] = (),
         *,
         on_tools_changed: Callable[[str], None] | None = None,
+        on_authorize: Callable[[McpServer], None] | None = None,
         mcp_client: McpClientSide | None = None,
     ) -> None:
         """Build the service; call it on the event loop that will drive its runs (the
-        service-wide MCP servers start in the background at once)."""
+        service-wide MCP servers start in the background at once). ``on_authorize`` is
+        told when an MCP server waits for the user to sign in (its
+        ``authorization_url``), so the face can open it."""
         self.settings = settings
         self.registry = ToolRegistry()
         for spec in tools:
@@ -95,6 +98,9 @@ class RunService:
         self.conversations = Conversations()
         self._models: dict[str, LLMCaller] = {}
         self._on_tools_changed = on_tools_changed
+        self._on_authorize = on_authorize
+        self.mcp_tokens = TokenStore(settings.state_dir)
+        """Where MCP servers' OAuth tokens are kept (``STATE/mcp-auth``)."""
         self.mcp_client = mcp_client if mcp_client is not None else McpClientSide()
         """What the face answers for MCP servers: elicitations, the roots of the moment."""
         self._pools: weakref.WeakSet[McpServers] = weakref.WeakSet()
@@ -108,16 +114,20 @@ class RunService:
         scope: Any,
         layer: ToolRegistry,
         roots: Callable[[], Sequence[str]] | None = None,
+        *,
+        on_authorize: Callable[[McpServer], None] | None = None,
     ) -> McpServers:
         """A new pool of MCP servers whose tools go to ``layer`` (a face keeps one per
         session, the service one per run that names its own); ``roots`` replaces the
-        face's roots for them (an ACP session's own)."""
+        face's roots for them (an ACP session's own), ``on_authorize`` the service's (a
+        face's session shows the sign-in itself)."""
         folders = self.settings.workspace_folders
         root = folders[0] if folders else None
         env = server_env(self.settings.shell_env)
         log_dir = self.settings.state_dir / "mcp"
         pool = McpServers(
             scope, layer, log_dir, env, root, self._on_tools_changed,
+            tokens=self.mcp_tokens, on_authorize=on_authorize or self._on_authorize,
             hooks=ServiceHooks(self, self.mcp_client, roots),
         )  # fmt: skip
         self._pools.add(pool)

@@ -311,9 +311,9 @@ class CallCore:
         )
 
     def unknown(self, call: ToolCall, iteration: int, started: float) -> ToolCallRecord:
-        return self.failed(
-            call, iteration, started, f"unknown tool {call.name!r}", None, ToolNotFoundError.code
-        )
+        why = self.registry.why_missing(call.name)
+        text = f"unknown tool {call.name!r}" if why is None else f"{call.name}: {why}"
+        return self.failed(call, iteration, started, text, None, ToolNotFoundError.code)
 
     def cancelled(self, call: ToolCall, iteration: int, started: float) -> ToolCallRecord:
         spec = self.registry.get(call.name)

@@ -7,7 +7,7 @@ allow-list, plus its own (registered with a ``runId`` in the daemon). Every muta
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterator
+from collections.abc import Callable, Collection, Iterator
 
 from ._errors import DuplicateToolError, ToolNotFoundError
 from ._spec import ToolSpec
@@ -24,6 +24,7 @@ class ToolRegistry:
         self._parent = parent
         self._allow = frozenset(allow) if allow is not None else None
         self._own_version = 0
+        self._explainers: list[Callable[[str], str | None]] = []
         self._schema_cache: tuple[tuple[int, ...], tuple[ToolSchema, ...]] | None = None
         """The schemas and the version they were built at; a root registry drops it on
         every change, so the loop's check each iteration is one attribute read."""
@@ -69,6 +70,20 @@ class ToolRegistry:
         if spec is None:
             raise ToolNotFoundError(f"unknown tool {name!r}")
         return spec
+
+    def explain_missing(self, explainer: Callable[[str], str | None]) -> None:
+        """Add a source of words for a name that is not registered: a tool source whose
+        tools are absent (an MCP server that failed or waits for a sign-in) says why, so
+        a call of it is not merely an "unknown tool"."""
+        self._explainers.append(explainer)
+
+    def why_missing(self, name: str) -> str | None:
+        """Why ``name`` is not here, if a source of this layer or a parent knows."""
+        for explainer in self._explainers:
+            why = explainer(name)
+            if why is not None:
+                return why
+        return self._parent.why_missing(name) if self._parent is not None else None
 
     def owns(self, name: str) -> bool:
         """Whether ``name`` is registered in this layer (not a parent)."""

@@ -12,7 +12,40 @@ from ._optional import opt
 McpProtocol = Literal["2025-11-25", "2026-07-28"]
 McpTrust = ToolKind
 """The tool kind every tool of a server counts as: the core's own ``ToolKind``."""
-McpStatus = Literal["starting", "ready", "failed", "stopped"]
+McpStatus = Literal["starting", "ready", "failed", "stopped", "needsAuth"]
+McpGrant = Literal["authorization_code", "client_credentials"]
+
+
+@attrs.define
+class McpOAuth:
+    """How a ``url`` server's client authorizes (the MCP authorization spec). Every field is
+    optional: without ``oauth`` at all, a 401 starts discovery, dynamic registration and a
+    browser sign-in."""
+
+    __wire_strict__ = True
+
+    client_id: str | None = opt()
+    """A client registered beforehand with the authorization server (used before a Client ID
+    Metadata Document or dynamic registration)."""
+    client_secret: str | None = opt()
+    """Its secret, for a confidential client. Default: the daemon's environment variable
+    ``CLEVERAGENTS_MCP_SECRET_<NAME>`` (the name upper-cased, ``-`` as ``_``). Never logged,
+    echoed or stored."""
+    scopes: list[str] | None = opt()
+    """Scopes to ask for. Default: the ``scope`` of the server's challenge, else its metadata's
+    ``scopes_supported`` (with ``offline_access`` when the authorization server offers it)."""
+    client_metadata_url: str | None = opt()
+    """An ``https`` URL of this client's Client ID Metadata Document, used as its client id where
+    the authorization server supports it."""
+    grant: McpGrant | None = opt()
+    """``authorization_code`` (default: a person signs in in a browser) or
+    ``client_credentials`` (machine to machine: ``clientId`` with ``clientSecret`` or
+    ``privateKeyFile``)."""
+    private_key_file: str | None = opt()
+    """A PEM private key (on the daemon's machine) that signs the client's JWT assertion
+    (``private_key_jwt``) for ``client_credentials``."""
+    signing_algorithm: str | None = opt()
+    """The JWT's algorithm (``RS256`` default; ``ES256``, ``PS256``, ``EdDSA``...)."""
 
 
 @attrs.define
@@ -51,6 +84,9 @@ class McpServerEntry:
     trust: McpTrust | None = opt()
     """The kind every tool of the server counts as for the automation profile (PROTOCOL.md §16).
     Default: ``readOnlyHint: true`` is a read, anything else a write."""
+    oauth: McpOAuth | None = opt()
+    """Authorization for a ``url`` server (see ``McpOAuth``). A server that answers 401 is
+    authorized with OAuth unless ``headers`` holds ``Authorization`` or the URL credentials."""
 
 
 @attrs.define
@@ -97,7 +133,8 @@ class McpServerStatus:
     transport: Literal["stdio", "http"]
     """How it is reached."""
     status: McpStatus
-    """``failed``: it did not start, or died; see ``error``."""
+    """``failed``: it did not start, or died; see ``error``. ``needsAuth``: it waits for the user
+    to sign in at ``authorizationUrl`` (or, without one, for ``mcp/login``)."""
     tool_count: int
     """Its tools mounted now (after ``include``/``exclude``)."""
     protocol_version: str | None = opt()
@@ -106,6 +143,37 @@ class McpServerStatus:
     """Why it failed."""
     stderr_tail: str | None = opt()
     """A stdio server's last 20 lines (at most 4 KiB) of stderr."""
+    authorization_url: str | None = opt()
+    """While ``needsAuth``: the URL the user opens to sign in (the daemon also asks the client to
+    open it with ``window/showDocument``, when the client supports it)."""
+
+
+@attrs.define
+class McpLoginParams:
+    name: str
+    """A server of the daemon (an unknown name is -32012): its tokens are forgotten and a new
+    sign-in starts."""
+
+
+@attrs.define
+class McpLoginResult:
+    server: McpServerStatus
+    """The server once it settled: ``needsAuth`` with ``authorizationUrl`` to open (the
+    sign-in goes on in the background), ``ready``, or ``failed``."""
+
+
+@attrs.define
+class McpLogoutParams:
+    name: str
+    """A server of the daemon (an unknown name is -32012)."""
+
+
+@attrs.define
+class McpLogoutResult:
+    forgotten: bool
+    """Whether tokens or a registration were stored for it (all are now deleted)."""
+    server: McpServerStatus
+    """The server, now ``needsAuth`` until ``mcp/login``."""
 
 
 @attrs.define
