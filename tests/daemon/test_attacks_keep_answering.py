@@ -2,8 +2,9 @@
 25, acceptance): a client tool whose schema has a catastrophic pattern called with a
 hostile argument, and an MCP server with catastrophic input and output patterns and a
 ``$ref`` bomb that then floods ``tools/list_changed``. Meanwhile ``tools/list`` is asked
-again and again: the median answer comes within 100 ms and none takes seconds. (Before
-these fixes the first attack alone froze the daemon for hours.)
+again and again: the median answer comes within 100 ms and none takes seconds, and the
+daemon's resident memory grows by less than 64 MiB. (Before these fixes the first attack
+alone froze the daemon for hours.)
 
 Medians, not every probe, are held to 100 ms: the tests share two cores with other
 workers, and one probe may land while the machine is busy elsewhere."""
@@ -25,16 +26,33 @@ from kit.wait import WAIT_S
 
 MEDIAN_S = 0.1
 WORST_S = 5.0
+MEMORY_BOUND_KIB = 64 * 1024
+"""How much the daemon's resident memory may grow during one attack (docs/security.md §9):
+without the bounds, a flood of new schemas or a huge answer grows it without end."""
+
+
+def _rss_kib(session: Session) -> int:
+    """The daemon subprocess's resident memory."""
+    pid = session.client._server.pid  # type: ignore[union-attr]
+    with open(f"/proc/{pid}/status") as status:
+        for line in status:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    raise AssertionError("no VmRSS")
 
 
 async def _probe_while(session: Session, work: asyncio.Future[Any]) -> list[float]:
-    """``tools/list`` asked again and again until ``work`` is done; each answer's time."""
+    """``tools/list`` asked again and again until ``work`` is done; each answer's time.
+    The daemon's memory is sampled meanwhile and held to ``MEMORY_BOUND_KIB``."""
     times: list[float] = []
+    before = peak = _rss_kib(session)
     while not work.done() or len(times) < 5:
         asked = time.perf_counter()
         await session.request(m.TOOLS_LIST, {})
         times.append(time.perf_counter() - asked)
+        peak = max(peak, _rss_kib(session))
         await asyncio.sleep(0.02)
+    assert peak - before < MEMORY_BOUND_KIB, (before, peak)
     return times
 
 
