@@ -31,9 +31,12 @@ ALLOWED: dict[str, set[str]] = {
     "protocol": {"tool"},
     "mcp": {"tool"},
     "transcripts": {"tool", "protocol"},
-    "runs": {"tool", "workspace", "llm", "mcp", "transcripts"},
+    # A run's checkpoints are the run service's: it snapshots, diffs and reverts.
+    "runs": {"tool", "workspace", "llm", "mcp", "transcripts", "checkpoints"},
     "rpc": {"tool", "workspace", "protocol", "mcp", "runs"},
-    "daemon": {"tool", "workspace", "llm", "protocol", "mcp", "transcripts", "runs", "rpc"},
+    "daemon": {
+        "tool", "workspace", "llm", "protocol", "mcp", "transcripts", "runs", "rpc", "checkpoints",
+    },  # fmt: skip
     # The terminal is a face of the run service: `cleveragents run` runs the service and
     # the built-in tools in its own process, as the daemon does (no daemon, no pygls),
     # and scrubs its log lines with the model layer's filter.

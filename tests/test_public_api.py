@@ -30,7 +30,7 @@ PUBLIC: dict[str, set[str]] = {
         "ToolRegistry", "ToolRunner", "ToolSchema", "ToolSpec", "ToolTimeoutError", "Usage",
         "error_classes", "output_text", "register_codec", "NAME_LEAD", "Codec", "NameEncoder",
         "ProviderMessages", "StreamDraft", "ToolDeclaration",
-        "BYTES_PER_TOKEN", "Compacted", "ContextPolicy", "ContextUsage",
+        "BYTES_PER_TOKEN", "Checkpointed", "Compacted", "ContextPolicy", "ContextUsage",
         "ContextWindowExceededError", "HistoryProcessor", "HistoryRewritten", "LimitReason",
         "OutputKeeper", "UsageLimits",
     },
@@ -77,7 +77,7 @@ PUBLIC: dict[str, set[str]] = {
     "cleveragents.checkpoints": {
         "Checkpoint", "CheckpointError", "CheckpointNotFoundError", "CheckpointSettings",
         "CheckpointStore", "DiffResult", "FileChange", "Note", "PruneResult", "RestoreResult",
-        "diffstat", "diffstat_totals", "quote_path",
+        "diffstat", "diffstat_totals", "quote_path", "stored_workspaces",
     },
     "cleveragents.runs": {
         "COLLECTOR", "DEFAULT_MAX_ITERATIONS", "DEFAULT_MAX_TOOL_OUTPUT_BYTES",
@@ -85,7 +85,7 @@ PUBLIC: dict[str, set[str]] = {
         "Elicit", "Elicitation", "ElicitationAnswer", "McpClientSide",
         "McpServerState", "McpServers", "PermissionPrompt", "RunHandle", "RunObserver",
         "RunRequest", "RunRequestError", "RunService", "RunSettings", "StateDirError",
-        "model_spec", "prepare_process", "reserved", "CompactionSettings",
+        "model_spec", "prepare_process", "reserved", "CompactionSettings", "ForkFrom",
     },
     "cleveragents.rpc": {
         "CANCEL_REQUEST", "EXIT_CODES", "HIGH_WATER", "LOW_WATER", "MAX_DEPTH", "CurrentPeer",

@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from cleveragents.protocol import RUN_EVENTS, EventEncoder, dumps, unstructure, wire_notification
 from cleveragents.tool import (
+    Checkpointed,
     Compacted,
     IterationFinished,
     IterationStarted,
@@ -43,13 +44,14 @@ SAMPLES: list[RunEvent] = [
     Compacted(5, "prune", 1000, 300, 0, run_id="r", seq=8),
     ToolCallProgress("c1", 40, 100.0, "indexing", run_id="r", seq=9),
     ToolCallProgress("c1", 0.5, run_id="r", seq=10),
+    Checkpointed(2, "0123456789abcdef", 3, run_id="r", seq=11),
 ]
 
 
 def test_every_core_run_event_but_iteration_started_has_its_notification() -> None:
     assert set(RUN_EVENTS) == {
         RunStarted, ReasoningDelta, MessageDelta, ToolCallStarted, ToolCallFinished,
-        IterationFinished, Compacted, RunFinished, ToolCallProgress,
+        IterationFinished, Compacted, RunFinished, ToolCallProgress, Checkpointed,
     }  # fmt: skip
     assert wire_notification(IterationStarted(1)) is None
     assert EventEncoder().encode(IterationStarted(1)) is None

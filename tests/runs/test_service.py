@@ -25,6 +25,7 @@ from cleveragents.tool import (
     RunFinished,
     RunStarted,
     ToolCallFinished,
+    ToolAnnotations,
     ToolCallStarted,
     ToolSpec,
 )
@@ -39,7 +40,11 @@ def service_for(tmp_path: Path, *tools: ToolSpec) -> RunService:
 
 
 def echo() -> ToolSpec:
-    return ToolSpec("t/echo", "Echo.", {"type": "object"}, lambda inputs: inputs.get("n"))
+    # Read-only: a tool that may write would have the run take checkpoints around it.
+    return ToolSpec(
+        "t/echo", "Echo.", {"type": "object"}, lambda inputs: inputs.get("n"),
+        annotations=ToolAnnotations(read_only=True),
+    )  # fmt: skip
 
 
 def scripted(*turns: dict[str, Any]) -> dict[str, Any]:

@@ -49,6 +49,7 @@ import {
   type LlmGenerateResult,
   type McpServerEntry,
   type McpServerStatus,
+  type CheckpointNotification,
   type CompactedNotification,
   type MessageDeltaNotification,
   type ReasoningDeltaNotification,
@@ -59,11 +60,14 @@ import {
   type RequestParams,
   type RequestResults,
   type RunFinishedNotification,
+  type RestoreResultWire,
+  type RunDiffResult,
   type RunParams,
   type RunResult,
   type RunStartedNotification,
   type RunSummary,
   type ToolCallNotification,
+  type ToolCallProgressNotification,
   type ToolCallStartedNotification,
   type ToolDefinition,
   type ToolsCallParams,
@@ -183,10 +187,16 @@ export class CleverAgentsClient implements Disposable {
     this.events.toolCallStarted.event;
   /** `run/toolCall`: a tool call ended, with its record, whatever the outcome. */
   readonly onDidToolCall: Event<ToolCallNotification> = this.events.toolCall.event;
+  /** `run/toolCallProgress`: a running tool (an MCP server's) reported how far it is. */
+  readonly onDidToolCallProgress: Event<ToolCallProgressNotification> =
+    this.events.toolCallProgress.event;
   /** `run/iteration`: an iteration ended, its tools included. */
   readonly onDidFinishIteration: Event<IterationNotification> = this.events.iteration.event;
   /** `run/compacted`: the conversation was compacted to fit the model's context window. */
   readonly onDidCompact: Event<CompactedNotification> = this.events.compacted.event;
+  /** `run/checkpoint`: the run snapshotted its workspace's files (before its first change,
+   * then after each iteration that changed any); `checkpointId` is for `restoreCheckpoint`. */
+  readonly onDidCheckpoint: Event<CheckpointNotification> = this.events.checkpoint.event;
   /** `run/finished`: a run ended; its `result` equals the `run/start` reply. */
   readonly onDidFinishRun: Event<RunFinishedNotification> = this.events.runFinished.event;
   /** `tools/changed`: a source's tools changed (an MCP server became ready, changed its
@@ -531,6 +541,34 @@ export class CleverAgentsClient implements Disposable {
    * run's own): `starting`, `ready`, `failed` with `error` and `stderrTail`, or `stopped`. */
   async mcpServers(runId?: string): Promise<McpServerStatus[]> {
     return (await this.request(Methods.MCP_SERVERS, runId === undefined ? {} : { runId })).servers;
+  }
+
+  // -- checkpoints ------------------------------------------------------------------------
+
+  /** `run/diff`: what a run changed in its workspace's files (with `iteration`, what that
+   * iteration alone changed), as files with line counts and a unified diff. */
+  async diff(runId: string, iteration?: number): Promise<RunDiffResult> {
+    return this.request(Methods.RUN_DIFF, iteration === undefined ? { runId } : { runId, iteration });
+  }
+
+  /** `run/revert`: put the files a run changed back as they were before it (or after
+   * `toIteration`). With conflicts (files changed since the run's last checkpoint) and
+   * without `force`, nothing changes and `applied` is false. `restoreCheckpointId` undoes it
+   * through `restoreCheckpoint`. */
+  async revert(
+    runId: string,
+    options: { toIteration?: number; dryRun?: boolean; force?: boolean } = {},
+  ): Promise<RestoreResultWire> {
+    return this.request(Methods.RUN_REVERT, { runId, ...options });
+  }
+
+  /** `checkpoint/restore`: put a workspace back as it was at a checkpoint, under the same
+   * conflict rules as `revert`. */
+  async restoreCheckpoint(
+    checkpointId: string,
+    options: { dryRun?: boolean; force?: boolean } = {},
+  ): Promise<RestoreResultWire> {
+    return this.request(Methods.CHECKPOINT_RESTORE, { checkpointId, ...options });
   }
 
   // -- lifecycle --------------------------------------------------------------------------

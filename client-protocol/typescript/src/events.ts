@@ -10,6 +10,7 @@
 import { type Disposable, Emitter } from "vscode-jsonrpc/node";
 import {
   type IterationNotification,
+  type CheckpointNotification,
   type CompactedNotification,
   type MessageDeltaNotification,
   type ReasoningDeltaNotification,
@@ -20,6 +21,7 @@ import {
   type RunNotificationMethod,
   type RunStartedNotification,
   type ToolCallNotification,
+  type ToolCallProgressNotification,
   type ToolCallStartedNotification,
   type ToolsChangedNotification,
 } from "./protocol";
@@ -78,8 +80,10 @@ export class ClientEvents implements Disposable {
   readonly messageDelta = new Emitter<MessageDeltaNotification>();
   readonly toolCallStarted = new Emitter<ToolCallStartedNotification>();
   readonly toolCall = new Emitter<ToolCallNotification>();
+  readonly toolCallProgress = new Emitter<ToolCallProgressNotification>();
   readonly iteration = new Emitter<IterationNotification>();
   readonly compacted = new Emitter<CompactedNotification>();
+  readonly checkpoint = new Emitter<CheckpointNotification>();
   readonly runFinished = new Emitter<RunFinishedNotification>();
   readonly toolsChanged = new Emitter<ToolsChangedNotification>();
   readonly progress = new Emitter<ProgressEvent>();
@@ -109,6 +113,12 @@ export class ClientEvents implements Disposable {
       case Methods.RUN_COMPACTED:
         this.compacted.fire(event.params);
         break;
+      case Methods.RUN_TOOL_CALL_PROGRESS:
+        this.toolCallProgress.fire(event.params);
+        break;
+      case Methods.RUN_CHECKPOINT:
+        this.checkpoint.fire(event.params);
+        break;
       case Methods.RUN_FINISHED:
         this.runFinished.fire(event.params);
         break;
@@ -121,7 +131,8 @@ export class ClientEvents implements Disposable {
   dispose(): void {
     for (const emitter of [
       this.any, this.runStarted, this.reasoningDelta, this.messageDelta, this.toolCallStarted, this.toolCall,
-      this.iteration, this.compacted, this.runFinished, this.toolsChanged, this.progress, this.exit,
+      this.toolCallProgress, this.iteration, this.compacted, this.checkpoint, this.runFinished,
+      this.toolsChanged, this.progress, this.exit,
     ]) {
       emitter.dispose();
     }

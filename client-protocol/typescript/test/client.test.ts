@@ -472,7 +472,7 @@ test("the public surface: exports, one vscode-jsonrpc, and every error code",
       InternalError: -32603, RequestCancelled: -32800, ...DaemonErrorCodes,
     });
     assert.deepEqual(Object.values(DaemonErrorCodes).sort((a, b) => a - b),
-                     Array.from({ length: 21 }, (_, i) => -32030 + i));
+                     Array.from({ length: 23 }, (_, i) => -32032 + i));
   });
 
 test("a daemon request cancelled before its handler starts never reaches the handler",
@@ -492,6 +492,66 @@ test("a daemon request cancelled before its handler starts never reaches the han
     } finally {
       await client.close(2_000);
     }
+  });
+
+test("checkpoints: onDidCheckpoint, diff, a refused then forced revert, its undo, and a fork",
+  { timeout: TEST_TIMEOUT_MS }, async () => {
+    const write = (content: string) => call("builtin/file-write", { path: "hello.txt", content });
+    const model = script(
+      { content: "first", toolCalls: [write("hello there\n")] },
+      { content: "second", toolCalls: [write("hello again\n")] },
+      { content: "done" },
+    );
+    await withDaemon({ model, automationProfile: "trusted" }, async ({ client, workspace }) => {
+      const heard: [number, number][] = [];
+      const subscription = client.onDidCheckpoint((e) => heard.push([e.iteration, e.filesChanged]));
+      const result = await within(client.run("edit", { runId: "ts-edit" }), "run");
+      assert.equal(result.status, "completed");
+      subscription.dispose();
+      assert.deepEqual(heard, [[0, 0], [1, 1], [2, 1]]); // before the first write, after each
+
+      const diff = await client.diff("ts-edit");
+      assert.deepEqual(diff.files, [
+        { path: "hello.txt", status: "modified", additions: 1, deletions: 1, binary: false },
+      ]);
+      assert.match(diff.patch, /^-hello world$/m);
+      assert.match(diff.patch, /^\+hello again$/m);
+      assert.match((await client.diff("ts-edit", 2)).patch, /^-hello there$/m);
+
+      writeFileSync(join(workspace, "hello.txt"), "the user's own\n");
+      const refused = await client.revert("ts-edit");
+      assert.equal(refused.applied, false);
+      assert.deepEqual(refused.conflicts.map((c) => c.path), ["hello.txt"]);
+      const dry = await client.revert("ts-edit", { force: true, dryRun: true });
+      assert.equal(dry.applied, false);
+      assert.equal(readFileSync(join(workspace, "hello.txt"), "utf8"), "the user's own\n");
+      const forced = await client.revert("ts-edit", { force: true });
+      assert.equal(forced.applied, true);
+      assert.equal(readFileSync(join(workspace, "hello.txt"), "utf8"), "hello world\n");
+      assert.ok(forced.restoreCheckpointId);
+      const undo = await client.restoreCheckpoint(forced.restoreCheckpointId);
+      assert.equal(undo.applied, true);
+      assert.equal(readFileSync(join(workspace, "hello.txt"), "utf8"), "the user's own\n");
+
+      const forkFrom = { runId: "ts-edit", iteration: 1, restoreFiles: true };
+      await assert.rejects( // the user's file differs from the run's last checkpoint
+        client.run("again", { runId: "ts-fork-refused", model: script({ content: "x" }), forkFrom }),
+        (error: unknown) => error instanceof ResponseError && error.code === ErrorCodes.CheckpointError,
+      );
+      assert.equal(readFileSync(join(workspace, "hello.txt"), "utf8"), "the user's own\n");
+      writeFileSync(join(workspace, "hello.txt"), "hello again\n"); // as the run left it
+      const fork = await within(
+        client.run("again", { runId: "ts-fork", model: script({ content: "forked" }), forkFrom }),
+        "fork",
+      );
+      assert.equal(fork.status, "completed");
+      assert.equal(readFileSync(join(workspace, "hello.txt"), "utf8"), "hello there\n");
+      await assert.rejects(
+        client.restoreCheckpoint("0123456789abcdef"),
+        (error: unknown) =>
+          error instanceof ResponseError && error.code === ErrorCodes.CheckpointNotFoundError,
+      );
+    });
   });
 
 test("MCP servers: addMcpServers mounts one, mcpServers says when it is ready, a run calls it, removeMcpServers takes it away",

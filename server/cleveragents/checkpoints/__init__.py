@@ -6,6 +6,7 @@
   :meth:`~CheckpointStore.restore` puts the files back (refusing conflicts unless forced,
   undoable); :meth:`~CheckpointStore.prune` bounds the store;
   :meth:`~CheckpointStore.changed_paths` lists what a range of checkpoints touched.
+* :func:`stored_workspaces`: the workspaces a state dir holds stores of.
 * :class:`CheckpointSettings`: the caps and the retention, frozen.
 * The values returned: :class:`Checkpoint`, :class:`DiffResult` and :class:`FileChange`,
   :class:`RestoreResult`, :class:`PruneResult`, :class:`Note`.
@@ -25,6 +26,7 @@ the wire or the faces.
 from __future__ import annotations
 
 from ._errors import CheckpointError, CheckpointNotFoundError
+from ._find import stored_workspaces
 from ._model import (
     Checkpoint,
     CheckpointSettings,
@@ -51,4 +53,5 @@ __all__ = [
     "diffstat",
     "diffstat_totals",
     "quote_path",
+    "stored_workspaces",
 ]

@@ -75,6 +75,7 @@ def initialize_params(
     automation_profile: str | None,
     permissions: bool,
     llm: bool,
+    checkpoints: bool = True,
     elicitation: bool = False,
 ) -> dict[str, Any]:
     """``initialize``'s params: the workspace folders (the first is the root) and what
@@ -84,6 +85,8 @@ def initialize_params(
         options["model"] = model
     if automation_profile is not None:
         options["automationProfile"] = automation_profile
+    if not checkpoints:
+        options["checkpoints"] = False
     return {
         "processId": os.getpid(),
         "rootUri": folders[0].as_uri(),

@@ -90,6 +90,7 @@ class Client:
         permissions: bool = False,
         llm: bool = False,
         elicitation: bool = False,
+        checkpoints: bool = True,
         extra_folders: tuple[str | Path, ...] = (),
         command: list[str] | None = None,
         env: Mapping[str, str] | None = None,
@@ -101,7 +102,8 @@ class Client:
         only this process, which then cancels its runs cleanly; the daemon still ends
         with this process (end of its input). Each line of its stderr goes to
         ``on_stderr`` (default: this process's stderr). If it exits before answering
-        ``initialize``, :class:`DaemonStartError` carries its exit code and stderr tail."""
+        ``initialize``, :class:`DaemonStartError` carries its exit code and stderr tail.
+        ``checkpoints=False``: no run of this daemon snapshots the workspace."""
         argv = command or [sys.executable, "-m", "cleveragents", "serve"]
         if state_dir is not None:
             argv = [*argv, "--state-dir", str(state_dir)]
@@ -121,7 +123,7 @@ class Client:
         folders = [Path(p).resolve() for p in (workspace, *extra_folders)]  # noqa: ASYNC240
         params = initialize_params(
             folders, model=model, automation_profile=automation_profile,
-            permissions=permissions, llm=llm, elicitation=elicitation,
+            permissions=permissions, llm=llm, checkpoints=checkpoints, elicitation=elicitation,
         )  # fmt: skip
         await client._initialize(params)
         return client
@@ -329,6 +331,8 @@ class Client:
         the awaiting task sends ``run/cancel`` and waits (at most ``CANCEL_WAIT_S``) for
         the run to end, then raises ``CancelledError``."""
         fields = run_params(params)
+        if fields.get("forkFrom") is not None:
+            fields["forkFrom"] = fork_from_wire(fields["forkFrom"])
         await self.tools_ready()
         run_id = fields.setdefault("runId", os.urandom(8).hex())
         if on_event is not None:
@@ -363,6 +367,45 @@ class Client:
 
     async def list_runs(self) -> list[dict[str, Any]]:
         return list((await self.connection.request(m.RUN_LIST, {}))["runs"])
+
+    # -- checkpoints -------------------------------------------------------------------
+
+    async def diff(self, run_id: str, iteration: int | None = None) -> dict[str, Any]:
+        """``run/diff``: what a run (or its iteration ``iteration``) changed in its
+        workspace's files: ``{files: [{path, status, additions, deletions, binary}],
+        patch}``."""
+        params: dict[str, Any] = {"runId": run_id}
+        if iteration is not None:
+            params["iteration"] = iteration
+        result: dict[str, Any] = await self.connection.request(m.RUN_DIFF, params)
+        return result
+
+    async def revert(
+        self,
+        run_id: str,
+        *,
+        to_iteration: int | None = None,
+        dry_run: bool = False,
+        force: bool = False,
+    ) -> dict[str, Any]:
+        """``run/revert``: put the files a run changed back as they were before it (or
+        after ``to_iteration``). A file changed since the run's last checkpoint is a
+        conflict: nothing changes (``applied`` false) unless ``force``. The reply's
+        ``restoreCheckpointId`` undoes it through :meth:`restore_checkpoint`."""
+        params: dict[str, Any] = {"runId": run_id, "dryRun": dry_run, "force": force}
+        if to_iteration is not None:
+            params["toIteration"] = to_iteration
+        result: dict[str, Any] = await self.connection.request(m.RUN_REVERT, params)
+        return result
+
+    async def restore_checkpoint(
+        self, checkpoint_id: str, *, dry_run: bool = False, force: bool = False
+    ) -> dict[str, Any]:
+        """``checkpoint/restore``: put a workspace back as it was at a checkpoint, under
+        the revert's conflict rules."""
+        params = {"checkpointId": checkpoint_id, "dryRun": dry_run, "force": force}
+        result: dict[str, Any] = await self.connection.request(m.CHECKPOINT_RESTORE, params)
+        return result
 
     # -- MCP servers -------------------------------------------------------------------
 
@@ -405,3 +448,22 @@ def _consume(future: asyncio.Future[Any]) -> None:
     """Mark a future's outcome as seen, so an unanswered reply logs nothing at exit."""
     if future.done() and not future.cancelled():
         future.exception()
+
+
+def fork_from_wire(value: Any) -> dict[str, Any]:
+    """``run(fork_from=...)`` as the wire's ``forkFrom``: a ``ForkFrom``
+    (``cleveragents.runs``) or a mapping with Python or wire names."""
+    if isinstance(value, Mapping):
+        get = value.get
+        run_id, iteration = get("run_id", get("runId")), get("iteration")
+        restore = get("restore_files", get("restoreFiles"))
+    else:
+        run_id = getattr(value, "run_id", None)
+        iteration = getattr(value, "iteration", None)
+        restore = getattr(value, "restore_files", None)
+    if not isinstance(run_id, str) or not isinstance(iteration, int):
+        raise TypeError("fork_from needs a run id (run_id) and an iteration (an int)")
+    wire: dict[str, Any] = {"runId": run_id, "iteration": iteration}
+    if restore is not None:
+        wire["restoreFiles"] = bool(restore)
+    return wire

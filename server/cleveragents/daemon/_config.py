@@ -23,3 +23,5 @@ class DaemonConfig:
     mcp_servers: tuple[McpServerConfig, ...] = ()
     """``config.toml``'s MCP servers (``serve`` reads it); an ``initializationOptions``
     entry of the same name replaces one."""
+    checkpoints: bool = True
+    """``False`` (``serve --no-checkpoints``): no run takes checkpoints."""

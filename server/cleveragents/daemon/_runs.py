@@ -14,11 +14,13 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
+from ..checkpoints import DiffResult, FileChange, RestoreResult
 from ..protocol import RUN_EVENTS, RawJson, unstructure, wire
 from ..rpc import Peer, to_configs
 from ..runs import (
     CapabilityError,
     CompactionSettings,
+    ForkFrom,
     RunRequest,
     RunRequestError,
     RunService,
@@ -127,6 +129,7 @@ class DaemonRuns:
             ask=asker(self.peer, run_id) if self.permissions else None,
             pace=self.peer.pace, model_caller=model_caller,
             limits=usage_limits(params.limits), compaction=compaction(params.compaction),
+            checkpoints=params.checkpoints is not False, fork_from=fork_from(params.fork_from),
         )  # fmt: skip
 
     async def start(self, params: wire.RunParams) -> RawJson:
@@ -184,6 +187,28 @@ class DaemonRuns:
         ]  # fmt: skip
         ids = {h.run_id for h in handles}
         return {"runs": active + [s for s in persisted if s["runId"] not in ids]}
+
+    # -- checkpoints ---------------------------------------------------------------------
+
+    async def diff(self, params: wire.RunDiffParams) -> wire.RunDiffResult:
+        return diff_wire(await self.service.diff(params.run_id, params.iteration))
+
+    async def revert(self, params: wire.RunRevertParams) -> wire.RestoreResultWire:
+        result = await self.service.revert(
+            params.run_id, to_iteration=params.to_iteration,
+            dry_run=params.dry_run is True, force=params.force is True,
+        )  # fmt: skip
+        return restore_wire(result)
+
+    async def restore(self, params: wire.CheckpointRestoreParams) -> wire.RestoreResultWire:
+        """``checkpoint/restore``: the checkpoint is looked for in the stores of
+        workspaces at or inside this daemon's workspace folders, and nowhere else."""
+        root = await self.service.checkpoint_root(params.checkpoint_id, self.roots())
+        result = await self.service.restore_checkpoint(
+            params.checkpoint_id, root=root,
+            dry_run=params.dry_run is True, force=params.force is True,
+        )  # fmt: skip
+        return restore_wire(result)
 
     def progress_cancel(self, token: str | int) -> None:
         """The progress is advertised as cancellable: its cancel button cancels the run."""
@@ -264,6 +289,33 @@ def usage_limits(given: wire.RunLimits | None) -> UsageLimits | None:
         max_input_tokens=given.max_input_tokens,
         max_output_tokens=given.max_output_tokens,
         max_total_tokens=given.max_total_tokens,
+    )
+
+
+def fork_from(given: wire.ForkFrom | None) -> ForkFrom | None:
+    """``run/start``'s ``forkFrom`` as the run service's."""
+    if given is None:
+        return None
+    return ForkFrom(given.run_id, given.iteration, given.restore_files is True)
+
+
+def _change(change: FileChange) -> wire.FileChangeWire:
+    return wire.FileChangeWire(
+        change.path, change.status, change.additions, change.deletions, change.binary
+    )
+
+
+def diff_wire(result: DiffResult) -> wire.RunDiffResult:
+    return wire.RunDiffResult([_change(c) for c in result.files], result.patch)
+
+
+def restore_wire(result: RestoreResult) -> wire.RestoreResultWire:
+    return wire.RestoreResultWire(
+        files=[_change(c) for c in result.files],
+        conflicts=[wire.Conflict(n.path, n.reason) for n in result.conflicts],
+        skipped=[wire.Conflict(n.path, n.reason) for n in result.skipped],
+        applied=result.applied,
+        restore_checkpoint_id=result.restore_checkpoint_id,
     )
 
 

@@ -22,13 +22,17 @@ from ._transport import load_token, serve_stdio, serve_tcp
 
 
 def create_server(
-    state_dir: Path | None = None, model: object = None, automation_profile: str | None = None
+    state_dir: Path | None = None,
+    model: object = None,
+    automation_profile: str | None = None,
+    *,
+    checkpoints: bool = True,
 ) -> CleverAgentsServer:
     from ..workspace import ShellTool, builtin_tools
 
     config = DaemonConfig(
         state_dir=state_dir or default_state_dir(), model=model,
-        automation_profile=automation_profile,
+        automation_profile=automation_profile, checkpoints=checkpoints,
     )  # fmt: skip
     shell = ShellTool()
     server = CleverAgentsServer(config, builtin_tools(shell=shell))
@@ -44,11 +48,12 @@ def serve(
     *,
     token_file: Path | None = None,
     mcp_servers: Sequence[McpServerConfig] = (),
+    checkpoints: bool = True,
 ) -> int:
     """Run the daemon until its client leaves; returns the process exit code (0 after
     shutdown, 1 on exit without it, 2 for a ``--tcp`` token that cannot be used,
     143/129/130 on SIGTERM/SIGHUP/SIGINT)."""
-    server = create_server(state_dir, model, automation_profile)
+    server = create_server(state_dir, model, automation_profile, checkpoints=checkpoints)
     if mcp_servers:  # config.toml's, read by the command line
         server.config = attrs.evolve(server.config, mcp_servers=tuple(mcp_servers))
     prepare_process()

@@ -68,6 +68,9 @@ ROUTES: dict[str, str] = {
     m.RUN_CANCEL: "cancel",
     m.RUN_LIST: "list",
     m.RUN_GET: "get",
+    m.RUN_DIFF: "diff",
+    m.RUN_REVERT: "revert",
+    m.CHECKPOINT_RESTORE: "restore",
     m.MCP_ADD: "mcp_add",
     m.MCP_REMOVE: "mcp_remove",
     m.MCP_SERVERS: "mcp_list",
@@ -233,6 +236,7 @@ class CleverAgentsServer:
                 else defaults.max_tool_output_bytes
             ),
             shell_env=tuple(options.shell_env or ()),
+            checkpoints=options.checkpoints is not False and config.checkpoints,
             instructions=options.instructions is not False,
             # config.toml's servers, each replaced by the client's entry of its name
             mcp_servers=tuple({c.name: c for c in (*config.mcp_servers, *mcp_servers)}.values()),

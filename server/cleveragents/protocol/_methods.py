@@ -13,6 +13,7 @@ from typing import Literal
 import attrs
 
 from ..tool import (
+    Checkpointed,
     Compacted,
     IterationFinished,
     MessageDelta,
@@ -38,6 +39,9 @@ RUN_GET = "run/get"
 MCP_ADD = "mcp/add"
 MCP_REMOVE = "mcp/remove"
 MCP_SERVERS = "mcp/servers"
+RUN_DIFF = "run/diff"
+RUN_REVERT = "run/revert"
+CHECKPOINT_RESTORE = "checkpoint/restore"
 MCP_LOGIN = "mcp/login"
 MCP_LOGOUT = "mcp/logout"
 # daemon -> client notifications: the run's, named by their core events (see RUN_EVENTS)
@@ -51,6 +55,7 @@ RUN_TOOL_CALL_PROGRESS = _BY_EVENT[ToolCallProgress]
 RUN_ITERATION = _BY_EVENT[IterationFinished]
 RUN_FINISHED = _BY_EVENT[RunFinished]
 RUN_COMPACTED = _BY_EVENT[Compacted]
+RUN_CHECKPOINT = _BY_EVENT[Checkpointed]
 TOOLS_CHANGED = "tools/changed"
 # daemon -> client requests
 TOOLS_CALL = "tools/call"
@@ -101,6 +106,12 @@ METHODS: tuple[Method, ...] = (
            "Forget an MCP server's tokens and start its sign-in again."),
     Method(MCP_LOGOUT, "request", "client->daemon", t.McpLogoutParams, t.McpLogoutResult,
            "Forget an MCP server's tokens and registration; it needs a sign-in again."),
+    Method(RUN_DIFF, "request", "client->daemon", t.RunDiffParams, t.RunDiffResult,
+           "What a run (or one of its iterations) changed in the workspace's files."),
+    Method(RUN_REVERT, "request", "client->daemon", t.RunRevertParams, t.RestoreResultWire,
+           "Put the files a run changed back as they were before it (or after an iteration)."),
+    Method(CHECKPOINT_RESTORE, "request", "client->daemon", t.CheckpointRestoreParams,
+           t.RestoreResultWire, "Put a workspace back as it was at a checkpoint."),
     *(Method(n.method, "notification", "daemon->client", n.wire, None, n.summary, n.event)
       for n in t.RUN_NOTIFICATIONS),
     Method(TOOLS_CHANGED, "notification", "daemon->client", t.ToolsChangedNotification,

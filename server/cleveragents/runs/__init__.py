@@ -22,7 +22,7 @@ from ._mcp_hooks import Elicit, Elicitation, ElicitationAnswer, McpClientSide
 from ._outputs import DEFAULT_MAX_TOOL_OUTPUT_BYTES, MAX_TOOL_OUTPUT_BYTES
 from ._prepare import RunRequestError, model_spec, reserved
 from ._process import PermissionPrompt, prepare_process
-from ._request import AskUser, CompactionSettings, RunRequest
+from ._request import AskUser, CompactionSettings, ForkFrom, RunRequest
 from ._run import RunHandle, RunObserver
 from ._service import RunService
 from ._settings import DEFAULT_MAX_ITERATIONS, RunSettings
@@ -36,6 +36,7 @@ __all__ = [
     "CapabilityError",
     "CollectorPolicy",
     "CompactionSettings",
+    "ForkFrom",
     "Elicit",
     "Elicitation",
     "ElicitationAnswer",

@@ -10,6 +10,7 @@ alone: no run, no event, no transcript.
 from __future__ import annotations
 
 import asyncio
+import os
 import uuid
 from collections.abc import Awaitable, Callable, Sequence
 from datetime import UTC, datetime
@@ -18,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
+from ..checkpoints import CheckpointError
 from ..llm import get_provider
 from ..llm.spec import ModelSpec, resolve_model_spec
 from ..mcp import McpServerConfig
@@ -38,10 +40,11 @@ from ..tool import (
 from ..transcripts import META, RunRecorder, RunStateError, valid_run_id
 from ..workspace import PinnedRoot, ProfilePolicy, SandboxViolationError, get_profile
 from ..workspace.profiles import DEFAULT_PROFILE
+from ._checkpoints import CHECKPOINT_NOTE, RunCheckpoints, conflict_words
 from ._errors import CapabilityError
 from ._instructions import Budget, Instructions, NestedInstructions, instructions
 from ._outputs import OutputCap
-from ._request import CompactionSettings, RunRequest
+from ._request import CompactionSettings, ForkFrom, RunRequest
 from ._run import Run, RunObserver
 from ._settings import warn_if_state_dir_inside
 
@@ -114,7 +117,11 @@ async def _prepare(
 ) -> Prepared:
     settings = service.settings
     # From a transcript, maybe megabytes of JSON: read off the event loop.
-    history = await asyncio.to_thread(service.history, request.continue_from)
+    fork = request.fork_from
+    if fork is None:
+        history = await asyncio.to_thread(service.history, request.continue_from)
+    else:
+        history = await _fork_history(service, request)
     model: LLMCaller | None = request.model_caller
     spec = model_spec(request.model, settings.model) if model is None else None
     if spec is not None and get_provider(spec.provider).adapter is None:
@@ -131,17 +138,27 @@ async def _prepare(
         if unknown:
             raise ToolNotFoundError(f"params.tools names unknown tool {unknown[0]!r}")
     policy = _policy(request, profile, settings.custom_profiles)
+    checkpointing = request.checkpoints and settings.checkpoints
     if model is None:
         assert spec is not None
         model = await asyncio.to_thread(service.model, spec)
     # The state dir, when the root holds it, is a subtree no built-in tool touches.
     pinned = await asyncio.to_thread(PinnedRoot.open, sandbox_root, (str(settings.state_dir),))
     warn_if_state_dir_inside(settings.state_dir, (sandbox_root,))
+    if fork is not None and fork.restore_files:
+        await fork_files(service, fork.run_id, fork.iteration, sandbox_root)
     transcript = await asyncio.to_thread(service.store.claim, run_id)  # the last check
     layer = ToolRegistry(parent=base, allow=request.tools)
     run = Run(
         run_id, request.prompt, sandbox_root, layer, RunRecorder(transcript), observer, pinned
     )
+    if checkpointing:
+        transcript_note = run.recorder.transcript.append
+        run.checkpoints = RunCheckpoints(
+            service.checkpoint_stores, run_id, sandbox_root, run.on_event,
+            lambda line: transcript_note(CHECKPOINT_NOTE, line),
+        )  # fmt: skip
+        policy = GatedPolicy.around(policy, before_call=run.checkpoints.before_call)
     cap = OutputCap(service.store.state, run_id, settings.max_tool_output_bytes)
     enabled = settings.instructions if request.instructions is None else request.instructions
     budget = Budget()
@@ -163,9 +180,47 @@ async def _prepare(
         project_resources=dict(request.project_resources or {}),
     )  # fmt: skip
     _write_meta(
-        run, _described(request, spec), request.continue_from, profile or DEFAULT_PROFILE, found
+        run,
+        _described(request, spec),
+        request.continue_from,
+        profile or DEFAULT_PROFILE,
+        fork,
+        found,
     )
     return Prepared(run, runtime, context, history, limit, request.mcp_servers)
+
+
+async def _fork_history(service: RunService, request: RunRequest) -> list[Message]:
+    """The conversation a fork starts from: run ``fork_from.run_id``'s up to and
+    including its iteration ``fork_from.iteration`` (and the runs that one continued)."""
+    fork = request.fork_from
+    assert fork is not None
+    if request.continue_from is not None:
+        raise RunRequestError("fork_from", "cannot be given with continue_from")
+    if fork.iteration < 0:
+        raise RunRequestError("fork_from.iteration", f"must be at least 0, got {fork.iteration}")
+    if fork.run_id in service.active:
+        raise RunStateError(f"cannot fork run {fork.run_id!r}: it is still running")
+    return await asyncio.to_thread(service.store.conversation, fork.run_id, fork.iteration)
+
+
+async def fork_files(service: RunService, run_id: str, iteration: int, sandbox_root: str) -> None:
+    """Put the files back as run ``run_id`` left them after ``iteration``, under the
+    revert's rules: a conflict refuses the fork (``CheckpointError`` naming the paths),
+    and nothing is changed."""
+    root, _ = await asyncio.to_thread(service._run_root, run_id)
+    if root is not None and not await asyncio.to_thread(os.path.samefile, root, sandbox_root):
+        raise RunRequestError(
+            "fork_from.restore_files",
+            f"run {run_id!r} worked in {root}, not in this run's sandbox root {sandbox_root}",
+        )
+    result = await service.revert(run_id, to_iteration=iteration)
+    if result.conflicts:
+        raise CheckpointError(
+            f"cannot restore the files of run {run_id!r} after iteration {iteration}: changed "
+            f"since its last checkpoint: {conflict_words(result.conflicts)} (revert it with "
+            "force first, or fork without restoreFiles)"
+        )
 
 
 async def _context_policy(
@@ -204,17 +259,31 @@ def _policy(request: RunRequest, profile_name: str | None, custom: Any) -> ToolP
 
 class GatedPolicy:
     """Waits for the face's pace, asks the profile, and tells the face when a call is
-    allowed to run."""
+    allowed to run, then the run's checkpoints (``before_call``: a snapshot before the
+    run's first mutating call)."""
 
     def __init__(
         self,
         inner: ProfilePolicy,
         pace: Callable[[], Awaitable[None]] | None,
         on_authorized: Callable[[PermissionQuery], Awaitable[None]] | None,
+        before_call: Callable[[PermissionQuery], Awaitable[None]] | None = None,
     ) -> None:
         self._inner = inner
         self._pace = pace
         self._on_authorized = on_authorized
+        self._before_call = before_call
+
+    @classmethod
+    def around(
+        cls, policy: ToolPolicy, *, before_call: Callable[[PermissionQuery], Awaitable[None]]
+    ) -> GatedPolicy:
+        """``policy`` (a ``ProfilePolicy`` or a ``GatedPolicy`` over one) with
+        ``before_call`` awaited once a call is allowed."""
+        if isinstance(policy, GatedPolicy):
+            return cls(policy._inner, policy._pace, policy._on_authorized, before_call)
+        assert isinstance(policy, ProfilePolicy)
+        return cls(policy, None, None, before_call)
 
     async def authorize(self, query: PermissionQuery, /) -> str | None:
         if self._pace is not None:
@@ -224,6 +293,8 @@ class GatedPolicy:
             refusal = await refusal
         if refusal is None and self._on_authorized is not None:
             await self._on_authorized(query)
+        if refusal is None and self._before_call is not None:
+            await self._before_call(query)
         return refusal
 
 
@@ -251,17 +322,25 @@ def _described(request: RunRequest, spec: ModelSpec | None) -> str:
 
 
 def _write_meta(
-    run: Run, model: str, continue_from: str | None, profile: str, found: Instructions
+    run: Run,
+    model: str,
+    continue_from: str | None,
+    profile: str,
+    fork: ForkFrom | None,
+    found: Instructions,
 ) -> None:
     """The transcript's first line: what the events do not carry (the model and the
-    profile, which ``cleveragents run --continue`` reuses, and the instructions used)."""
+    profile, which ``cleveragents run --continue`` reuses, the instructions used, and a
+    fork's origin, which a later ``continueFrom`` follows)."""
     run.started_at = datetime.now(UTC).isoformat(timespec="milliseconds")
-    run.recorder.transcript.append(
-        META,
-        {"runId": run.run_id, "prompt": run.prompt, "startedAt": run.started_at,
-         "model": model, "continueFrom": continue_from, "profile": profile,
-         "instructions": found.meta()},
-    )  # fmt: skip
+    meta: dict[str, object] = {
+        "runId": run.run_id, "prompt": run.prompt, "startedAt": run.started_at,
+        "model": model, "continueFrom": continue_from, "profile": profile,
+        "instructions": found.meta(),
+    }  # fmt: skip
+    if fork is not None:
+        meta["forkFrom"] = {"runId": fork.run_id, "iteration": fork.iteration}
+    run.recorder.transcript.append(META, meta)
 
 
 def _checked_limit(request: RunRequest, default_limit: int) -> int:

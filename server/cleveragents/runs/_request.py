@@ -33,6 +33,18 @@ class CompactionSettings:
     model: str | Mapping[str, Any] | ModelSpec | None = None
 
 
+@attrs.frozen
+class ForkFrom:
+    """Start from run ``run_id``'s conversation as it stood after its iteration
+    ``iteration`` (0: its prompt alone). ``restore_files``: first put the workspace's files
+    back as they were then (that run's checkpoint), refusing as a revert does when a file
+    it would touch was changed after that run's last checkpoint."""
+
+    run_id: str
+    iteration: int
+    restore_files: bool = False
+
+
 @attrs.frozen(kw_only=True)
 class RunRequest:
     """Everything a run may be started with; only ``prompt`` is required."""
@@ -79,3 +91,9 @@ class RunRequest:
     """Tool-call, deadline and token limits on top of ``max_iterations``."""
     compaction: CompactionSettings = CompactionSettings()
     """The context budget's settings."""
+    checkpoints: bool = True
+    """Snapshot the workspace before the run's first mutating tool call and after each
+    iteration that ran one (``False``, or the service's ``checkpoints=False``: none)."""
+    fork_from: ForkFrom | None = None
+    """Start from another run's conversation at one of its iterations (not with
+    ``continue_from``)."""

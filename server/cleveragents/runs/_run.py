@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import collections
 from collections.abc import AsyncIterator
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from ..tool import (
     CancelToken,
@@ -31,6 +31,9 @@ from ..tool import (
 from ..transcripts import RunRecorder
 from ..workspace import PinnedRoot
 from ._mcp import McpServers
+
+if TYPE_CHECKING:
+    from ._checkpoints import RunCheckpoints
 
 TRANSCRIPT_FAILED = "the transcript cannot be written"
 """The cancel reason of a run stopped by its transcript."""
@@ -82,6 +85,8 @@ class Run(EventSink):
         self.wakeup: asyncio.Event | None = None
         self.streaming: list[str] = []
         """The text streamed so far in an iteration that has not ended."""
+        self.checkpoints: RunCheckpoints | None = None
+        """The run's checkpoints (``None``: it takes none)."""
 
     def on_event(self, event: RunEvent, /) -> None:
         if self.finished:
@@ -101,6 +106,9 @@ class Run(EventSink):
         if recorder.transcript.error is not None and not self.cancel.cancelled:
             self.cancel.cancel(TRANSCRIPT_FAILED)
         self._deliver(event, text)
+        if self.checkpoints is not None and event.__class__ is IterationFinished:
+            assert isinstance(event, IterationFinished)
+            self.checkpoints.iteration_finished(event.iteration)
 
     def _deliver(self, event: RunEvent, text: str | None) -> None:
         if self.observer is not None:

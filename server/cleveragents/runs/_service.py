@@ -37,6 +37,7 @@ from ..tool import (
     ToolSpec,
 )
 from ..transcripts import RunNotFoundError, RunStateError, TranscriptStore
+from ._checkpoints import CheckpointOps, CheckpointStores
 from ._collector import POLICY as COLLECTOR
 from ._errors import StateDirError
 from ._mcp import McpServers, server_env
@@ -70,8 +71,9 @@ class Conversations:
             self._count -= len(self.messages.pop(next(iter(self.messages))))
 
 
-class RunService:
-    """Starts and drives runs for a face (see the module docstring)."""
+class RunService(CheckpointOps):
+    """Starts and drives runs for a face (see the module docstring); its checkpoint
+    requests (``diff``, ``revert``, ``restore_checkpoint``) are ``CheckpointOps``'."""
 
     def __init__(
         self,
@@ -97,6 +99,9 @@ class RunService:
         self.starting: set[str] = set()
         self.conversations = Conversations()
         self._models: dict[str, LLMCaller] = {}
+        self.checkpoint_stores = CheckpointStores(
+            settings.state_dir, settings.checkpoint_settings, self.store, lambda: self.active
+        )
         self._on_tools_changed = on_tools_changed
         self._on_authorize = on_authorize
         self.mcp_tokens = TokenStore(settings.state_dir)
@@ -191,6 +196,7 @@ class RunService:
         await self.cancel_all(timeout, reason)
         await self.mcp.close()
         await self.close_models()
+        await self.checkpoint_stores.aclose()
 
     # -- what runs share -----------------------------------------------------------------
 
@@ -252,11 +258,15 @@ class RunService:
             result.content = ""
             result.terminated_by_limit = False
             result.error = RunError(StateDirError.code, failure)
+        if run.checkpoints is not None:
+            await run.checkpoints.settle()
         try:
             await run.finish(result)
         finally:
             run.recorder.transcript.close()
             self.active.pop(run.run_id, None)
+            if run.checkpoints is not None and run.checkpoints.used:
+                self.checkpoint_stores.maybe_prune(run.sandbox_root)
             if not self.active:
                 COLLECTOR.idle()
         return result

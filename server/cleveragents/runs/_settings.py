@@ -18,6 +18,7 @@ from typing import Any
 
 import attrs
 
+from ..checkpoints import CheckpointSettings
 from ..mcp import McpServerConfig
 from ._instructions import Clock, local_now
 from ._outputs import DEFAULT_MAX_TOOL_OUTPUT_BYTES
@@ -48,6 +49,10 @@ class RunSettings:
     """Environment names the shell (and MCP servers) may see."""
     mcp_servers: tuple[McpServerConfig, ...] = ()
     """Service-wide MCP servers, started with the service."""
+    checkpoints: bool = True
+    """``False``: no run takes checkpoints, whatever its request says."""
+    checkpoint_settings: CheckpointSettings = attrs.field(factory=CheckpointSettings)
+    """The checkpoint stores' caps and retention (``docs/checkpoints.md``)."""
     instructions: bool = True
     """Give each run the default system prompt and the workspace's ``AGENTS.md`` (a
     request may say otherwise)."""

@@ -35,6 +35,7 @@ from ._errors import (
 )
 from ._events import (
     AssistantMessage,
+    Checkpointed,
     Compacted,
     EventSink,
     HistoryRewritten,
@@ -106,6 +107,7 @@ __all__ = [
     "CancelToken",
     "CleverAgentsError",
     "Codec",
+    "Checkpointed",
     "Compacted",
     "ContextPolicy",
     "ContextUsage",

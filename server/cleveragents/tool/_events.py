@@ -14,6 +14,8 @@ go to.
     ├── IterationFinished    an iteration ended, its tools included
     ├── Compacted            the conversation was compacted before a model call
     ├── HistoryRewritten     what a compaction changed (kept in transcripts, not sent)
+    ├── Checkpointed         the workspace's files were snapshotted (emitted by the run
+                             service; the core takes no snapshot)
     └── RunFinished          the run ended (emitted by the run service)
 
 The loop never touches a transport: it hands each event to ``EventSink.on_event``,
@@ -149,6 +151,19 @@ class HistoryRewritten(RunEvent):
     pruned: dict[str, str] = attrs.field(factory=dict)
     summary: str | None = None
     kept_from_iteration: int | None = None
+
+
+@attrs.define(slots=True, eq=False)
+class Checkpointed(RunEvent):
+    """A snapshot of the run's workspace was taken: before its first mutating tool call
+    (``files_changed`` 0, ``iteration`` the last one that had ended then), or after
+    iteration ``iteration``, which ran one. ``checkpoint_id`` names it in the workspace's
+    checkpoint store; ``files_changed`` counts the paths that differ from the run's
+    previous snapshot."""
+
+    iteration: int
+    checkpoint_id: str
+    files_changed: int
 
 
 @attrs.define(slots=True)

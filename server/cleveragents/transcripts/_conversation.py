@@ -24,9 +24,10 @@ from ._recorder import ASSISTANT, COMPACTION
 class Rebuilt:
     """One run's own messages, whether it finished, the run it continued (``None`` when a
     summary replaced everything before), and the stubs of outputs it pruned, by call id
-    (they may be outputs of the runs it continued)."""
+    (they may be outputs of the runs it continued). A fork's parent is the run it forked,
+    up to its iteration ``parent_until``; ``iterations``: how many iterations ended."""
 
-    __slots__ = ("finished", "messages", "parent", "pruned")
+    __slots__ = ("finished", "iterations", "messages", "parent", "parent_until", "pruned")
 
     def __init__(
         self,
@@ -34,15 +35,21 @@ class Rebuilt:
         finished: bool,
         parent: str | None,
         pruned: dict[str, str] | None = None,
+        parent_until: int | None = None,
+        iterations: int = 0,
     ) -> None:
         self.messages = messages
         self.finished = finished
         self.parent = parent
         self.pruned = pruned or {}
+        self.parent_until = parent_until
+        self.iterations = iterations
 
 
-def rebuild(events: Iterable[dict[str, Any]]) -> Rebuilt:
-    """The messages of one transcript's events (``$/meta.continueFrom`` names the parent)."""
+def rebuild(events: Iterable[dict[str, Any]], until: int | None = None) -> Rebuilt:
+    """The messages of one transcript's events (``$/meta.continueFrom``, or a fork's
+    ``$/meta.forkFrom``, names the parent); with ``until``, only its iterations up to and
+    including that one (a fork of it)."""
     meta: dict[str, Any] = {}
     calls: dict[int, list[ToolCall]] = {}
     records: dict[int, list[dict[str, Any]]] = {}
@@ -67,12 +74,16 @@ def rebuild(events: Iterable[dict[str, Any]]) -> Rebuilt:
             record = params["record"]
             records.setdefault(int_field(record.get("iteration")), []).append(record)
         elif method == m.RUN_ITERATION:
-            ended.append((int_field(params.get("iteration")), str(params.get("content", ""))))
+            iteration = int_field(params.get("iteration"))
+            if until is None or iteration <= until:
+                ended.append((iteration, str(params.get("content", ""))))
         elif method == m.RUN_FINISHED:
             finished = True
         elif method == ASSISTANT:
             kept[int_field(params.get("iteration"))] = params
         elif method == COMPACTION:
+            if until is not None and int_field(params.get("iteration")) > until:
+                continue  # compacted for a later iteration than the fork keeps
             stubs = params.get("pruned")
             if isinstance(stubs, dict):
                 pruned.update({str(k): v for k, v in stubs.items() if isinstance(v, str)})
@@ -97,9 +108,13 @@ def rebuild(events: Iterable[dict[str, Any]]) -> Rebuilt:
         if stub is not None:
             message.content = stub
     parent = meta.get("continueFrom")
+    parent_until = None
+    fork = meta.get("forkFrom")
+    if isinstance(fork, dict) and isinstance(fork.get("runId"), str):
+        parent, parent_until = fork["runId"], int_field(fork.get("iteration"))
     if summary is not None or not (isinstance(parent, str) and parent):
         parent = None  # a summary stands for the runs before too
-    return Rebuilt(messages, finished, parent, pruned)
+    return Rebuilt(messages, finished, parent, pruned, parent_until, len(ended))
 
 
 def _restore_state(message: Message, line: dict[str, Any]) -> None:

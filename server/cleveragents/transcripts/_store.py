@@ -184,9 +184,11 @@ class TranscriptStore:
             "error": {"code": RunInterruptedError.code, "message": INTERRUPTED_MESSAGE},
         }
 
-    def conversation(self, run_id: str) -> list[Message]:
+    def conversation(self, run_id: str, until: int | None = None) -> list[Message]:
         """The messages of a finished run, rebuilt from its transcript and those of the
-        runs it continued, oldest first; what ``continueFrom`` continues.
+        runs it continued (or forked), oldest first; what ``continueFrom`` continues.
+        With ``until``, the run's own iterations after that one are left out (what a
+        fork of it at ``until`` starts from; more than it ran: ``RunStateError``).
 
         Raises ``RunNotFoundError`` for an unknown run (or one it continued),
         ``RunStateError`` for a run still being written, ``RunInterruptedError`` for one
@@ -195,12 +197,13 @@ class TranscriptStore:
         pruned: dict[str, str] = {}
         seen: set[str] = set()
         current: str | None = run_id
+        limit = until
         while current is not None:
             if current in seen or len(seen) >= MAX_CONTINUATIONS:
                 raise RunStateError(f"run {run_id!r} continues a chain of runs that loops")
             seen.add(current)
             try:
-                messages, current, stubs = self._own_messages(current)
+                messages, current, stubs, limit = self._own_messages(current, limit)
             except RunNotFoundError:
                 if current == run_id:
                     raise
@@ -217,14 +220,19 @@ class TranscriptStore:
                     message.content = stub
         return conversation
 
-    def _own_messages(self, run_id: str) -> tuple[list[Message], str | None, dict[str, str]]:
-        """One run's own messages and the run it continued (``$/meta.continueFrom``)."""
-        rebuilt = rebuild(self.events(run_id))
+    def _own_messages(
+        self, run_id: str, until: int | None = None
+    ) -> tuple[list[Message], str | None, dict[str, str], int | None]:
+        """One run's own messages (up to its iteration ``until``), the run it continued or
+        forked, and how much of that one it took (``None``: all)."""
+        rebuilt = rebuild(self.events(run_id), until)
         if not rebuilt.finished:
             if self.is_live(run_id):
                 raise RunStateError(f"run {run_id!r} has not finished")
             raise RunInterruptedError(f"run {run_id!r} cannot be continued: {INTERRUPTED_MESSAGE}")
-        return rebuilt.messages, rebuilt.parent, rebuilt.pruned
+        if until is not None and until > rebuilt.iterations:
+            raise RunStateError(f"run {run_id!r} has {rebuilt.iterations} iterations, not {until}")
+        return rebuilt.messages, rebuilt.parent, rebuilt.pruned, rebuilt.parent_until
 
     def _interrupted_duration(self, run_id: str, started_at: str) -> float:
         """From ``$/meta.startedAt`` to the file's last write: the time of its last event."""

@@ -14,6 +14,17 @@ and ``ToolCallRecord`` are the core's own, reused on the wire as they are.
 """
 
 from ...tool import Decision, PermissionOutcome, ToolCallRecord
+from ._checkpoints import (
+    ChangeStatus,
+    CheckpointRestoreParams,
+    Conflict,
+    FileChangeWire,
+    ForkFrom,
+    RestoreResultWire,
+    RunDiffParams,
+    RunDiffResult,
+    RunRevertParams,
+)
 from ._lifecycle import (
     ClientCapabilitiesCleverAgents,
     CustomProfile,
@@ -50,6 +61,7 @@ from ._mcp import (
 from ._mcp_client import McpElicitParams, McpElicitResult
 from ._optional import OPTIONAL, RUN_NOTIFICATIONS, RunNotification, opt, run_notification
 from ._runs import (
+    CheckpointNotification,
     CompactedNotification,
     CompactionSettings,
     EmptyParams,
@@ -93,14 +105,20 @@ from ._tools import (
 __all__ = [
     "OPTIONAL",
     "RUN_NOTIFICATIONS",
+    "ChangeStatus",
+    "CheckpointNotification",
+    "CheckpointRestoreParams",
     "ClientCapabilitiesCleverAgents",
     "CompactedNotification",
     "CompactionSettings",
+    "Conflict",
     "CustomProfile",
     "DaemonCapabilities",
     "Decision",
     "EmptyParams",
     "EmptyResult",
+    "FileChangeWire",
+    "ForkFrom",
     "InitializationOptions",
     "IterationNotification",
     "ListToolsParams",
@@ -135,6 +153,9 @@ __all__ = [
     "ReasoningDeltaNotification",
     "RegisterToolsParams",
     "RegisterToolsResult",
+    "RestoreResultWire",
+    "RunDiffParams",
+    "RunDiffResult",
     "RunError",
     "RunFinishedNotification",
     "RunIdParams",
@@ -143,6 +164,7 @@ __all__ = [
     "RunNotification",
     "RunParams",
     "RunResult",
+    "RunRevertParams",
     "RunStartedNotification",
     "RunStatus",
     "RunSummary",

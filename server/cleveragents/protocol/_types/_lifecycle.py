@@ -68,6 +68,9 @@ class InitializationOptions:
     mcp_servers: list[McpServerEntry] | None = opt()
     """MCP servers for every run, started in the background once ``initialize`` is answered (MCP
     servers, PROTOCOL.md §7). Checked here."""
+    checkpoints: bool | None = opt()
+    """``false``: no run of this daemon takes checkpoints (``run/start``'s ``checkpoints``
+    cannot turn them back on). Default ``true``."""
 
 
 @attrs.define

@@ -10,6 +10,7 @@ from typing import Any, Literal
 import attrs
 
 from ...tool import (
+    Checkpointed,
     Compacted,
     IterationFinished,
     MessageDelta,
@@ -21,6 +22,7 @@ from ...tool import (
     ToolCallRecord,
     ToolCallStarted,
 )
+from ._checkpoints import ForkFrom
 from ._mcp import McpServerEntry
 from ._optional import opt, run_notification
 
@@ -191,6 +193,12 @@ class RunParams:
     """Tool-call, deadline and token limits on top of ``maxIterations``."""
     compaction: CompactionSettings | None = opt()
     """The context budget's settings; absent: compaction on, with its defaults."""
+    checkpoints: bool | None = opt()
+    """``false``: this run takes no checkpoints (no ``run/checkpoint``, an empty ``run/diff``).
+    Default ``true``, unless the daemon's ``initializationOptions.checkpoints`` is ``false``."""
+    fork_from: ForkFrom | None = opt()
+    """Start from another run's conversation as it stood after one of its iterations (and,
+    with ``restoreFiles``, its files). Not with ``continueFrom``."""
 
 
 @attrs.define
@@ -348,6 +356,23 @@ class CompactedNotification:
     """The estimated request size after, in tokens."""
     messages_removed: int
     """Messages the summary replaced (0 for ``prune``, which removes none)."""
+
+
+@run_notification("run/checkpoint", Checkpointed, "The run's workspace files were snapshotted.")
+@attrs.define
+class CheckpointNotification:
+    run_id: str
+    """The run id."""
+    seq: int
+    """Per-run sequence number."""
+    iteration: int
+    """After this iteration. The run's first checkpoint, taken just before its first mutating
+    tool call runs (``filesChanged`` 0), carries the last iteration that had ended then (0
+    when the mutating call is in iteration 1)."""
+    checkpoint_id: str
+    """The checkpoint's id (16 lowercase hex digits), for ``checkpoint/restore``."""
+    files_changed: int
+    """Files, links and directories that differ from the run's previous checkpoint."""
 
 
 @run_notification("run/finished", RunFinished, "The run ended; nothing more is sent for it.")
