@@ -125,7 +125,8 @@ def models_command(args: argparse.Namespace) -> int:
     ]  # fmt: skip
     widths = [max(len(row[i]) for row in table) for i in range(3)]
     for row in table:
-        print("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=False)) + row[3])
+        cells = [cell.ljust(width) for cell, width in zip(row, widths, strict=False)]
+        print("  ".join([*cells, row[3]]))  # the widest window still leaves two spaces
     print(
         "\n-m NAME takes a name starting with a prefix above (-m gpt-4o is openai:gpt-4o); "
         "any other model is named with its provider (openai:NAME). A key: set its "

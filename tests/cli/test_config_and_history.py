@@ -73,6 +73,7 @@ def test_runs_list_is_a_table_with_a_header_and_show_is_a_human_view(tmp_path: P
     limited = json.loads(cli(tmp_path, "runs", "list", "--limit", "1", "--json",
                              "--state-dir", state).stdout)  # fmt: skip
     assert [r["prompt"] for r in limited] == ["second prompt"]
+    assert (limited[0]["model"], limited[0]["workspace"]) == (model, str(tmp_path))
     shown = cli(tmp_path, "runs", "show", row[0], "--state-dir", state).stdout
     assert f"run         {limited[0]['runId']}" in shown
     assert f"workspace   {tmp_path}" in shown

@@ -177,6 +177,9 @@ def test_models_lists_the_table_and_whose_key_is_available(tmp_path: Path) -> No
     assert rows["gpt-4o*"][:4] == ["gpt-4o*", "openai", "128,000", "no"]
     assert rows["claude-sonnet-4*"][:4] == ["claude-sonnet-4*", "anthropic", "200,000", "yes"]
     assert "file" in " ".join(rows["claude-sonnet-4*"])
+    # The widest window (1,048,576 and more) still leaves the key its own column.
+    assert rows["gemini-2.5*"][:4] == ["gemini-2.5*", "gemini", "1,048,576", "no"]
+    assert rows["gemini-1.5-pro*"][:4] == ["gemini-1.5-pro*", "gemini", "2,097,152", "no"]
     as_json = cli(tmp_path, "models", "--json", **null_keyring())
     models = json.loads(as_json.stdout)["models"]
     gemini = next(m for m in models if m["prefix"] == "gemini-2.5")

@@ -186,10 +186,13 @@ async def test_the_client_model_is_asked_through_llm_generate(tmp_path: Path) ->
     assert final["toolCallHistory"][0]["output"]["content"].startswith("alpha")
     assert final["usage"] == {"inputTokens": 5, "outputTokens": 2}
     first, second = asked
-    assert first["messages"] == [{"role": "user", "content": "read a.txt"}]
+    system, *asked_first = first["messages"]
+    assert system["role"] == "system"
+    assert "Workspace root" in system["content"]
+    assert asked_first == [{"role": "user", "content": "read a.txt"}]
     assert "builtin/file-read" in [t["name"] for t in first["tools"]]
-    assert [m["role"] for m in second["messages"]] == ["user", "assistant", "tool"]
-    assert second["messages"][2]["toolCallId"] == "t1"
+    assert [m["role"] for m in second["messages"]] == ["system", "user", "assistant", "tool"]
+    assert second["messages"][3]["toolCallId"] == "t1"
     deltas = [m["params"]["text"] for m in daemon.messages if m.get("method") == "run/messageDelta"]
     assert deltas == ["Reading"]
 

@@ -26,10 +26,16 @@ class LentModel:
     def __init__(self) -> None:
         self.scripts: dict[str, list[dict[str, Any]]] = {}
         self.seen: dict[str, list[list[dict[str, Any]]]] = {}
+        """The messages after the system message (the instructions, which state the date
+        and are rebuilt by each run, so are compared apart)."""
+        self.systems: list[str] = []
 
     def __call__(self, params: dict[str, Any]) -> dict[str, Any]:
         run_id = params["runId"]
-        self.seen.setdefault(run_id, []).append(params["messages"])
+        system, *messages = params["messages"]
+        assert system["role"] == "system"
+        self.systems.append(system["content"])
+        self.seen.setdefault(run_id, []).append(messages)
         turns = self.scripts.get(run_id, [{"content": f"answer to {run_id}"}])
         turn = turns[min(params["iteration"], len(turns)) - 1]
         calls = [{"id": c.get("id") or f"c{params['iteration']}-{i}", "name": c["name"],
@@ -68,6 +74,7 @@ async def test_a_restarted_daemon_continues_a_run_with_the_conversation_it_had_i
     # What the restarted daemon rebuilt from transcripts is what the first one held.
     assert second.seen["r2-again"] == first.seen["r2"]
     assert second.seen["r3-again"] == first.seen["r3"]
+    assert all("Workspace root" in text for text in first.systems + second.systems)
     rebuilt = second.seen["r2-again"][0]
     assert [m["role"] for m in rebuilt] == [
         "user", "assistant", "tool", "tool", "assistant", "tool", "assistant", "user"

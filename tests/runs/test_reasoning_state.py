@@ -138,7 +138,7 @@ async def test_provider_state_is_kept_out_of_notifications_and_in_the_transcript
         "callStates": {"c1": {"thoughtSignature": "call-sig"}},
     }
     # The second call of the run was sent the state back, unchanged.
-    sent = model.seen[1][1]
+    sent = [m for m in model.seen[1] if m.role != "system"][1]  # after the instructions
     assert sent.role == "assistant"
     assert sent.reasoning == [Reasoning("Read it first.", SIGNED)]
     assert sent.tool_calls[0].state == {"thoughtSignature": "call-sig"}

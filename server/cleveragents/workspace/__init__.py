@@ -34,7 +34,7 @@ from ._errors import ProfileError, SandboxViolationError, WorkspaceToolError
 from ._globs import GitIgnore
 from ._limits import WorkspaceLimits
 from ._pinned import PinnedRoot
-from ._sandbox import read_confined_text, resolve_path
+from ._sandbox import read_confined_head, read_confined_text, resolve_path
 from .files import file_tools
 from .profiles import (
     BUILTIN_PROFILES,
@@ -69,6 +69,7 @@ __all__ = [
     "file_tools",
     "get_profile",
     "parse_profile",
+    "read_confined_head",
     "read_confined_text",
     "resolve_path",
 ]

@@ -345,6 +345,24 @@ def check_pattern(root: str, pattern: str, *, what: str = "pattern") -> str:
     return pattern
 
 
+def read_confined_head(root: str, user_path: str, max_bytes: int) -> tuple[bytes, int] | None:
+    """The first ``max_bytes`` bytes of the file ``user_path`` names inside ``root``, and
+    its size, read as the file tools read: resolved and opened beneath the root without
+    following a link, a regular file only (a FIFO never blocks). ``None`` when nothing is
+    there; a link out of the root, a FIFO, a device or a directory raises the tools' own
+    errors (:class:`SandboxViolationError`, :class:`WorkspaceToolError`), naming it."""
+    real = resolve_path(root, user_path)
+    shown = show(user_path)
+    try:
+        fd, info = open_regular(real_root(root), real, os.O_RDONLY, shown)
+    except WorkspaceToolError:
+        if not os.path.lexists(real):
+            return None
+        raise
+    with os.fdopen(fd, "rb") as handle:
+        return handle.read(max_bytes), info.st_size
+
+
 def read_confined_text(root: str, user_path: str, max_bytes: int) -> str | None:
     """The UTF-8 text of the file ``user_path`` names inside ``root``, read as the file
     tools read: resolved and opened beneath the root without following a link, a regular
