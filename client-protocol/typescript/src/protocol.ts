@@ -5,6 +5,8 @@
 /** The protocol version this file describes. */
 export const PROTOCOL_VERSION = 1;
 
+export type ChangeStatus = "added" | "modified" | "deleted";
+
 export type Decision = "allow" | "ask" | "deny";
 
 export type McpGrant = "authorization_code" | "client_credentials";
@@ -20,6 +22,22 @@ export type PermissionOutcome = "allow_once" | "allow_always" | "reject_once" | 
 export type RunStatus = "completed" | "limit" | "cancelled" | "failed";
 
 export type ToolSource = "builtin" | "client" | "mcp";
+
+/** Params of `run/checkpoint`. */
+export interface CheckpointNotification {
+  runId: string;
+  seq: number;
+  iteration: number;
+  checkpointId: string;
+  filesChanged: number;
+}
+
+/** Params of `checkpoint/restore`. */
+export interface CheckpointRestoreParams {
+  checkpointId: string;
+  dryRun?: boolean;
+  force?: boolean;
+}
 
 /** `initialize` → `capabilities.experimental.cleveragents`: what the client serves. */
 export interface ClientCapabilitiesCleverAgents {
@@ -47,6 +65,11 @@ export interface CompactionSettings {
   model?: string | Record<string, unknown>;
 }
 
+export interface Conflict {
+  path: string;
+  reason: string;
+}
+
 /** An automation profile defined by the client: what each tool kind may do. */
 export interface CustomProfile {
   read: Decision;
@@ -71,6 +94,22 @@ export type EmptyParams = Record<string, never>;
 /** The `{}` reply of `run/cancel`. */
 export type EmptyResult = Record<string, never>;
 
+/** One file or symbolic link that differs. */
+export interface FileChangeWire {
+  path: string;
+  status: ChangeStatus;
+  additions: number;
+  deletions: number;
+  binary: boolean;
+}
+
+/** `run/start`'s `forkFrom`: start from an earlier run's conversation as it stood after one of its iterations. */
+export interface ForkFrom {
+  runId: string;
+  iteration: number;
+  restoreFiles?: boolean;
+}
+
 /** `initialize` → `initializationOptions`: defaults for every run. */
 export interface InitializationOptions {
   model?: string | Record<string, unknown>;
@@ -82,6 +121,7 @@ export interface InitializationOptions {
   shellEnv?: string[];
   token?: string;
   mcpServers?: McpServerEntry[];
+  checkpoints?: boolean;
 }
 
 /** Params of `run/iteration`. */
@@ -292,6 +332,27 @@ export interface RegisterToolsResult {
   registered: string[];
 }
 
+/** The reply of `run/revert` and `checkpoint/restore`. */
+export interface RestoreResultWire {
+  files: FileChangeWire[];
+  conflicts: Conflict[];
+  skipped: Conflict[];
+  applied: boolean;
+  restoreCheckpointId?: string;
+}
+
+/** Params of `run/diff`. */
+export interface RunDiffParams {
+  runId: string;
+  iteration?: number;
+}
+
+/** Result of `run/diff`. */
+export interface RunDiffResult {
+  files: FileChangeWire[];
+  patch: string;
+}
+
 export interface RunError {
   code: number;
   message: string;
@@ -343,6 +404,8 @@ export interface RunParams {
   mcpServers?: McpServerEntry[];
   limits?: RunLimits;
   compaction?: CompactionSettings;
+  checkpoints?: boolean;
+  forkFrom?: ForkFrom;
 }
 
 /** The outcome of a run: the `run/start` reply, `run/get`, and `run/finished`. */
@@ -358,6 +421,14 @@ export interface RunResult {
   usage?: UsageWire;
   omittedRecords?: number;
   limitReason?: "iterations" | "toolCalls" | "deadline" | "tokens";
+}
+
+/** Params of `run/revert`. */
+export interface RunRevertParams {
+  runId: string;
+  toIteration?: number;
+  dryRun?: boolean;
+  force?: boolean;
 }
 
 /** Params of `run/started`. */
@@ -527,6 +598,12 @@ export const Methods = {
   MCP_LOGIN: "mcp/login",
   /** request, client->daemon: Forget an MCP server's tokens and registration; it needs a sign-in again. */
   MCP_LOGOUT: "mcp/logout",
+  /** request, client->daemon: What a run (or one of its iterations) changed in the workspace's files. */
+  RUN_DIFF: "run/diff",
+  /** request, client->daemon: Put the files a run changed back as they were before it (or after an iteration). */
+  RUN_REVERT: "run/revert",
+  /** request, client->daemon: Put a workspace back as it was at a checkpoint. */
+  CHECKPOINT_RESTORE: "checkpoint/restore",
   /** notification, daemon->client: The run began. */
   RUN_STARTED: "run/started",
   /** notification, daemon->client: The model streamed reasoning. */
@@ -543,6 +620,8 @@ export const Methods = {
   RUN_ITERATION: "run/iteration",
   /** notification, daemon->client: The conversation was compacted before a model call. */
   RUN_COMPACTED: "run/compacted",
+  /** notification, daemon->client: The run's workspace files were snapshotted. */
+  RUN_CHECKPOINT: "run/checkpoint",
   /** notification, daemon->client: The run ended; nothing more is sent for it. */
   RUN_FINISHED: "run/finished",
   /** notification, daemon->client: A tool source's tools changed: refresh tools/list. */
@@ -575,7 +654,10 @@ export type ClientRequestMethod =
   | "mcp/remove"
   | "mcp/servers"
   | "mcp/login"
-  | "mcp/logout";
+  | "mcp/logout"
+  | "run/diff"
+  | "run/revert"
+  | "checkpoint/restore";
 
 /** Requests the daemon sends to the client. */
 export type DaemonRequestMethod =
@@ -598,6 +680,7 @@ export type DaemonNotificationMethod =
   | "run/toolCall"
   | "run/iteration"
   | "run/compacted"
+  | "run/checkpoint"
   | "run/finished"
   | "tools/changed";
 
@@ -611,6 +694,7 @@ export type RunNotificationMethod =
   | "run/toolCall"
   | "run/iteration"
   | "run/compacted"
+  | "run/checkpoint"
   | "run/finished";
 
 /** Every run notification, in the table's order (from the core's run events). */
@@ -623,6 +707,7 @@ export const RUN_NOTIFICATION_METHODS: readonly RunNotificationMethod[] = [
   "run/toolCall",
   "run/iteration",
   "run/compacted",
+  "run/checkpoint",
   "run/finished",
 ];
 
@@ -640,6 +725,9 @@ export interface RequestParams {
   "mcp/servers": McpServersParams;
   "mcp/login": McpLoginParams;
   "mcp/logout": McpLogoutParams;
+  "run/diff": RunDiffParams;
+  "run/revert": RunRevertParams;
+  "checkpoint/restore": CheckpointRestoreParams;
   "tools/call": ToolsCallParams;
   "permission/request": PermissionRequestParams;
   "llm/generate": LlmGenerateParams;
@@ -660,6 +748,9 @@ export interface RequestResults {
   "mcp/servers": McpServersResult;
   "mcp/login": McpLoginResult;
   "mcp/logout": McpLogoutResult;
+  "run/diff": RunDiffResult;
+  "run/revert": RestoreResultWire;
+  "checkpoint/restore": RestoreResultWire;
   "tools/call": ToolsCallResult;
   "permission/request": PermissionRequestResult;
   "llm/generate": LlmGenerateResult;
@@ -676,6 +767,7 @@ export interface NotificationParams {
   "run/toolCall": ToolCallNotification;
   "run/iteration": IterationNotification;
   "run/compacted": CompactedNotification;
+  "run/checkpoint": CheckpointNotification;
   "run/finished": RunFinishedNotification;
   "tools/changed": ToolsChangedNotification;
   "llm/delta": LlmDeltaNotification;
