@@ -1,0 +1,97 @@
+"""The entries of ``config.toml``'s ``[mcp_servers.NAME]`` tables, ``.mcp.json`` files and
+``--mcp`` flags, read in process: Codex's keys, values from the environment, errors that
+name the file and the key, and secrets that never show."""
+
+from __future__ import annotations
+
+import pytest
+
+from cleveragents import _mcp_files as files
+
+
+def one(table: dict[str, object], environ: dict[str, str] | None = None) -> files.Entry:
+    [entry] = files.toml_entries({"s": table}, "config.toml", environ or {})
+    return entry
+
+
+def test_codex_keys_map_to_the_entry() -> None:
+    entry = one({"command": "uvx", "args": ["mcp-server-git"], "env": {"A": "1"},
+                 "env_vars": ["TOKEN", "UNSET"], "tool_timeout_sec": 30,
+                 "startup_timeout_sec": 5, "enabled_tools": ["get_*"],
+                 "disabled_tools": ["delete"], "trust": "read"},
+                {"TOKEN": "t0k"})  # fmt: skip
+    config = entry.config
+    assert (config.command, config.args) == ("uvx", ("mcp-server-git",))
+    assert dict(config.env) == {"A": "1", "TOKEN": "t0k"}  # UNSET: not set, not passed
+    assert (config.timeout_s, config.startup_timeout_s) == (30.0, 5.0)
+    assert (config.include, config.exclude, config.trust) == (("get_*",), ("delete",), "read")
+
+
+def test_header_values_from_the_environment_never_show() -> None:
+    entry = one({"url": "https://h.test/mcp", "bearer_token_env_var": "TRACKER",
+                 "env_http_headers": {"X-Key": "KEY"}, "http_headers": {"X-Team": "blue"}},
+                {"TRACKER": "secret-bearer", "KEY": "secret-key"})  # fmt: skip
+    assert dict(entry.config.headers) == {
+        "X-Team": "blue",
+        "X-Key": "secret-key",
+        "Authorization": "Bearer secret-bearer",
+    }
+    shown = files.describe(entry.config) + repr(entry.config)
+    assert "secret" not in shown
+    assert "Authorization" in files.describe(entry.config)
+
+
+def test_a_disabled_table_is_kept_but_marked() -> None:
+    assert one({"command": "x", "enabled": False}).enabled is False
+
+
+def test_an_oauth_table_becomes_the_entry_s_oauth_and_its_errors_name_the_key() -> None:
+    entry = one({"url": "https://h.test/mcp", "oauth": {"client_id": "abc", "scopes": ["read"]}})
+    oauth = entry.config.oauth
+    assert oauth is not None
+    assert (oauth.client_id, oauth.scopes) == ("abc", ("read",))
+    with pytest.raises(files.McpFileError, match=r"mcp_servers\.s\.oauth: unknown key 'nope'"):
+        one({"url": "https://h.test/mcp", "oauth": {"nope": 1}})
+
+
+@pytest.mark.parametrize(
+    ("table", "words"),
+    [
+        ({"command": "x", "args": "a b"}, "mcp_servers.s.args: must be a list of strings, not one"),
+        ({"command": "x", "args": ["a", 1]}, "mcp_servers.s.args: must be a list of strings"),
+        ({"command": "x", "env": ["A=1"]}, "mcp_servers.s.env: must be a table of strings"),
+        ({"command": "x", "tool_timeout_sec": True}, "mcp_servers.s.tool_timeout_sec: must be a number"),
+        ({"command": "x", "enabled": "no"}, "mcp_servers.s.enabled: must be true or false"),
+        ({"url": "ftp://h/"}, "mcp_servers.s.url: must be an http:// or https:// URL"),
+        ({}, "mcp_servers.s.command: give exactly one"),
+    ],
+)  # fmt: skip
+def test_each_bad_value_is_an_error_naming_the_file_and_the_key(
+    table: dict[str, object], words: str
+) -> None:
+    with pytest.raises(files.McpFileError) as caught:
+        one(table)
+    assert str(caught.value).startswith(f"config.toml: {words}")
+
+
+def test_a_bad_name_is_named() -> None:
+    with pytest.raises(files.McpFileError, match=r"mcp_servers\.bad name: the name"):
+        files.toml_entries({"bad name": {"command": "x"}}, "config.toml", {})
+
+
+def test_the_mcp_flag_splits_as_a_shell_and_takes_a_url() -> None:
+    entry = files.flag_entry("git=uvx mcp-server-git --repository 'my repo'")
+    assert (entry.config.command, entry.config.args) == (
+        "uvx", ("mcp-server-git", "--repository", "my repo")
+    )  # fmt: skip
+    assert files.flag_entry("docs=https://h.test/mcp").config.url == "https://h.test/mcp"
+
+
+def test_an_approval_fingerprint_changes_with_any_field_and_keeps_no_value() -> None:
+    base = {"command": "npx", "args": ["-y", "server"], "env": {"TOKEN": "abc"}}
+    mark = files.fingerprint(base)
+    assert "abc" not in mark
+    for changed in ({**base, "args": ["-y", "other"]}, {**base, "env": {"TOKEN": "abd"}},
+                    {**base, "command": "npm"}):  # fmt: skip
+        assert files.fingerprint(changed) != mark
+    assert files.fingerprint(dict(reversed(base.items()))) == mark  # key order is not a change
