@@ -4,7 +4,12 @@ name the file and the key, and secrets that never show."""
 
 from __future__ import annotations
 
+import json
+from typing import Any
+
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from cleveragents import _mcp_files as files
 
@@ -95,3 +100,38 @@ def test_an_approval_fingerprint_changes_with_any_field_and_keeps_no_value() -> 
                     {**base, "command": "npm"}):  # fmt: skip
         assert files.fingerprint(changed) != mark
     assert files.fingerprint(dict(reversed(base.items()))) == mark  # key order is not a change
+
+
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
+    max_leaves=20,
+)  # fmt: skip
+KEYS = st.sampled_from([*files.TOML_KEYS, *files.JSON_KEYS, "name", "x"])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.dictionaries(st.text(max_size=6), st.dictionaries(KEYS, JSON, max_size=6), max_size=3))
+def test_any_table_of_any_shape_is_an_entry_or_an_error_naming_the_file(tables: Any) -> None:
+    try:
+        names = [entry.name for entry in files.toml_entries(tables, "config.toml", {"V": "v"})]
+    except files.McpFileError as exc:
+        names = [str(exc)]
+    assert names == list(tables) or names[0].startswith("config.toml: ")
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.dictionaries(st.text(max_size=6), st.dictionaries(KEYS, JSON, max_size=6), max_size=3)
+       | JSON)  # fmt: skip
+def test_any_mcp_json_is_entries_or_an_error_naming_the_file(
+    tmp_path_factory: pytest.TempPathFactory, document: Any
+) -> None:
+    path = tmp_path_factory.mktemp("j") / ".mcp.json"
+    path.write_text(
+        json.dumps({"mcpServers": document} if isinstance(document, dict) else document)
+    )
+    try:
+        said = f"{path}: {len(files.json_entries(path))} entries"
+    except files.McpFileError as exc:
+        said = str(exc)
+    assert said.startswith(f"{path}: ")
