@@ -5,6 +5,8 @@ name the file and the key, and secrets that never show."""
 from __future__ import annotations
 
 import json
+import tempfile
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -107,10 +109,11 @@ JSON = st.recursive(
     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
     max_leaves=20,
 )  # fmt: skip
+FUZZ_DIR = Path(tempfile.mkdtemp(prefix="mcp-json-fuzz-"))
 KEYS = st.sampled_from([*files.TOML_KEYS, *files.JSON_KEYS, "name", "x"])
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(st.dictionaries(st.text(max_size=6), st.dictionaries(KEYS, JSON, max_size=6), max_size=3))
 def test_any_table_of_any_shape_is_an_entry_or_an_error_naming_the_file(tables: Any) -> None:
     try:
@@ -120,13 +123,11 @@ def test_any_table_of_any_shape_is_an_entry_or_an_error_naming_the_file(tables: 
     assert names == list(tables) or names[0].startswith("config.toml: ")
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(st.dictionaries(st.text(max_size=6), st.dictionaries(KEYS, JSON, max_size=6), max_size=3)
        | JSON)  # fmt: skip
-def test_any_mcp_json_is_entries_or_an_error_naming_the_file(
-    tmp_path_factory: pytest.TempPathFactory, document: Any
-) -> None:
-    path = tmp_path_factory.mktemp("j") / ".mcp.json"
+def test_any_mcp_json_is_entries_or_an_error_naming_the_file(document: Any) -> None:
+    path = FUZZ_DIR / ".mcp.json"
     path.write_text(
         json.dumps({"mcpServers": document} if isinstance(document, dict) else document)
     )
