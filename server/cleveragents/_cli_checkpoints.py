@@ -88,7 +88,10 @@ async def _revert(service: Any, args: argparse.Namespace) -> int:
 
 
 async def _restore(service: Any, args: argparse.Namespace) -> int:
-    root = (args.workspace or Path.cwd()).expanduser().resolve()
+    if args.workspace is not None:
+        root = args.workspace.expanduser().resolve()
+    else:  # the workspace whose store holds it: the id names one checkpoint of one store
+        root = await service.checkpoint_root(args.checkpoint_id, [os.sep])
     result = await service.restore_checkpoint(
         args.checkpoint_id, root=str(root), dry_run=args.dry_run, force=args.force
     )

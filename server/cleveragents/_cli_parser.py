@@ -173,6 +173,21 @@ def _add_run(sub: Any) -> None:
     run.add_argument("--state-dir", type=Path, metavar="DIR", help="where transcripts go")
     _add_mcp_flags(run)
     run.add_argument(
+        "--fork", metavar="RUN_ID[@K]",
+        help="start from RUN_ID's conversation as it stood after iteration K (default: its "
+        "last), continued with the prompt; its model, profile and workspace are reused",
+    )  # fmt: skip
+    run.add_argument(
+        "--restore-files", action="store_true",
+        help="with --fork: first put the files back as they were after that iteration "
+        "(refused when a file it would touch was changed since that run's last checkpoint)",
+    )  # fmt: skip
+    run.add_argument(
+        "--no-checkpoints", dest="checkpoints", action="store_false",
+        help="take no checkpoints of the files (no diffstat at the end; runs diff and "
+        "revert then have nothing of this run)",
+    )  # fmt: skip
+    run.add_argument(
         "--continue", dest="continue_", action="store_true",
         help="continue the latest run in this workspace, or RUN_ID (or a unique prefix of 4+ "
         "characters); its model, profile and workspace are reused unless given",
@@ -262,9 +277,9 @@ def _add_demo(sub: Any) -> None:
 
 
 def _add_runs(sub: Any) -> None:
-    runs = sub.add_parser("runs", help="list or show past runs")
+    runs = sub.add_parser("runs", help="list or show past runs, see and undo what they changed")
     runs.set_defaults(print_help=runs.print_help)
-    runs_sub = runs.add_subparsers(dest="runs_command", metavar="{list,show}")
+    runs_sub = runs.add_subparsers(dest="runs_command", metavar="{list,show,diff,revert,restore}")
     listing = runs_sub.add_parser("list", help="the runs, newest first")
     listing.add_argument("--limit", type=_positive, default=20, metavar="N", help="default 20")
     listing.add_argument("--json", action="store_true", help="the RunSummary list as JSON")
@@ -275,6 +290,61 @@ def _add_runs(sub: Any) -> None:
     )
     show.add_argument("--json", action="store_true", help="the RunResult as JSON")
     show.add_argument("--state-dir", type=Path, metavar="DIR")
+    _add_checkpoint_commands(runs_sub)
+
+
+def _add_checkpoint_commands(runs_sub: Any) -> None:
+    """``runs diff|revert|restore``: what a run changed in its workspace, and undoing it
+    (docs/checkpoints.md)."""
+    run_id_help = "a run id, or a unique prefix of 4+ characters"
+    diff = runs_sub.add_parser(
+        "diff", help="what a run changed in its workspace, as a diffstat and a patch"
+    )
+    diff.add_argument("run_id", metavar="RUN_ID", help=run_id_help)
+    diff.add_argument(
+        "--iteration", type=_positive, metavar="K", help="only what iteration K changed"
+    )
+    diff.add_argument("--stat", action="store_true", help="the diffstat alone, no patch")
+    diff.add_argument("--state-dir", type=Path, metavar="DIR")
+    revert = runs_sub.add_parser(
+        "revert", help="put the files a run changed back as they were before it",
+        description="Put back the files a run changed, as they were before it. It refuses, "
+        "changing nothing, when a file it would touch was changed since the run's last "
+        "checkpoint (exit 3), unless --force. It prints the checkpoint that undoes it.",
+    )  # fmt: skip
+    revert.add_argument("run_id", metavar="RUN_ID", help=run_id_help)
+    revert.add_argument(
+        "--to-iteration", type=int, metavar="K",
+        help="put the files back as they were after iteration K instead (0: before the run)",
+    )  # fmt: skip
+    revert.add_argument(
+        "--dry-run", action="store_true", help="say what it would do, and change nothing"
+    )
+    revert.add_argument(
+        "--force",
+        action="store_true",
+        help="overwrite files changed since the run's last checkpoint",
+    )
+    revert.add_argument("--state-dir", type=Path, metavar="DIR")
+    restore = runs_sub.add_parser(
+        "restore", help="put the workspace back to a checkpoint (undo a revert)",
+        description="Put the workspace's files back as they were at a checkpoint: the one a "
+        "revert printed undoes that revert. Conflicts refuse it as for revert (exit 3).",
+    )  # fmt: skip
+    restore.add_argument("checkpoint_id", metavar="CHECKPOINT_ID", help="16 hex digits")
+    restore.add_argument(
+        "--workspace", type=Path, metavar="DIR",
+        help="the workspace the checkpoint is of (default: the one whose store holds it)",
+    )  # fmt: skip
+    restore.add_argument(
+        "--dry-run", action="store_true", help="say what it would do, and change nothing"
+    )
+    restore.add_argument(
+        "--force",
+        action="store_true",
+        help="overwrite files changed since the workspace's newest checkpoint",
+    )
+    restore.add_argument("--state-dir", type=Path, metavar="DIR")
 
 
 def _add_models_and_keys(sub: Any) -> None:

@@ -278,6 +278,14 @@ def run_options(args: argparse.Namespace) -> Any:
     state_dir = Path(settings["state_dir"].value).expanduser().resolve()
     words = list(args.words)
     earlier = None
+    fork = None
+    if args.fork is not None:
+        if args.continue_:
+            raise UsageError("--fork and --continue: choose one (--fork RUN_ID@K continues a run "
+                             "from one of its iterations)")  # fmt: skip
+        fork, earlier = _forked(state_dir, args.fork, args.restore_files)
+    elif args.restore_files:
+        raise UsageError("--restore-files goes with --fork RUN_ID[@K]")
     if args.continue_:
         if len(words) > 2:
             raise UsageError("--continue takes [RUN_ID] PROMPT: quote the prompt")
@@ -303,9 +311,10 @@ def run_options(args: argparse.Namespace) -> Any:
         prompt=prompt, workspace=workspace, state_dir=state_dir, model=model, profile=profile,
         instructions=args.instructions,
         system=args.system, max_iterations=args.max_iterations, yes=args.yes, json=args.json,
-        continue_from=earlier.run_id if earlier is not None else None,
+        continue_from=earlier.run_id if earlier is not None and fork is None else None,
         stdin_taken=stdin_taken, output_file=_output_file(args.output),
-        reasoning=args.reasoning, limits=_limits(args),
+        reasoning=args.reasoning, limits=_limits(args), checkpoints=args.checkpoints,
+        fork_from=fork,
     )  # fmt: skip
 
 
@@ -547,6 +556,31 @@ def _continued(state_dir: Path, named: str | None, workspace_flag: Path | None) 
         raise UsageError(f"--continue: {exc.message}") from None
 
 
+def _forked(state_dir: Path, text: str, restore_files: bool) -> tuple[Any, Any]:
+    """``--fork RUN_ID[@K]``: the ``ForkFrom`` (K: the run's last iteration when not
+    given) and the run's ``RunFacts`` (its model, profile and workspace are reused)."""
+    from ._cli_runs import facts, resolve
+    from .runs import ForkFrom
+    from .transcripts import RunNotFoundError, RunStateError, TranscriptStore
+
+    named, at, iteration_text = text.partition("@")
+    if at and not iteration_text.isdigit():
+        raise UsageError(f"--fork {text}: expected RUN_ID@K, K an iteration number (0: the "
+                         "prompt alone)")  # fmt: skip
+    store = TranscriptStore(state_dir)
+    try:
+        run_id = resolve(store, named)
+        about = facts(store, run_id)
+        last = int(store.result(run_id).get("iterations") or 0)
+    except (RunNotFoundError, RunStateError) as exc:
+        raise UsageError(f"--fork: {exc.message}") from None
+    iteration = int(iteration_text) if at else last
+    if iteration > last:
+        raise UsageError(f"--fork: run {run_id} has {last} iteration{'s' if last != 1 else ''},"
+                         f" not {iteration}")  # fmt: skip
+    return ForkFrom(run_id, iteration, restore_files=restore_files), about
+
+
 def _earlier_workspace(earlier: Any) -> Path:
     """The continued run's workspace, reused: it was chosen then (even / or home)."""
     workspace = Path(earlier.workspace)
@@ -614,6 +648,10 @@ def runs_command(args: argparse.Namespace) -> int:
     from .client._terminal import json_text, printable
     from .transcripts import RunNotFoundError, RunStateError, TranscriptStore
 
+    if args.runs_command in ("diff", "revert", "restore"):
+        from ._cli_checkpoints import checkpoints_command
+
+        return checkpoints_command(args, _state_dir(args.state_dir))
     store = TranscriptStore(_state_dir(args.state_dir))
     if args.runs_command == "list":
         every = store.summaries()

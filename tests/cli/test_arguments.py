@@ -26,7 +26,7 @@ def test_version_and_a_bare_command_print_without_error(tmp_path: Path) -> None:
     assert "serve" in bare.stdout
     runs_help = cli(tmp_path, "runs")
     assert runs_help.returncode == 0
-    assert "{list,show}" in runs_help.stdout
+    assert "{list,show,diff,revert,restore}" in runs_help.stdout
 
 
 def test_run_help_lists_every_profile_and_what_it_asks(tmp_path: Path) -> None:

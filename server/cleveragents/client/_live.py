@@ -224,6 +224,21 @@ class LiveView(View):
             self.console.print(Text(rest, style="yellow" if status != "failed" else "red"))
         self.console.print(Text(where, style="dim"))
 
+    def changes(self, lines: list[str]) -> None:
+        """The diffstat, its graph in git's colours."""
+        for line in lines:
+            name, bar, graph = line.rpartition(" | ")[0], " | ", line.rpartition(" | ")[2]
+            if not name:
+                self.console.print(Text(line, style="bold"))
+                continue
+            count, _, marks = graph.partition(" ")
+            plus = len(marks) - len(marks.lstrip("+"))
+            minus = len(marks[plus:]) - len(marks[plus:].lstrip("-"))
+            self.console.print(Text.assemble(
+                name, bar, count, " " if marks else "", (marks[:plus], "green"),
+                (marks[plus : plus + minus], "red"), marks[plus + minus :],
+            ))  # fmt: skip
+
     # -- approvals -------------------------------------------------------------------
 
     def asks_on(self) -> Output:

@@ -347,6 +347,12 @@ class View:
         self._line(f"{status}: {details}")
         self._line(where)
 
+    def changes(self, lines: list[str]) -> None:
+        """The diffstat of what the run changed (printable lines), after the summary:
+        on stdout on a terminal, on stderr off one (the answer view's own stream)."""
+        for line in lines:
+            self._line(line)
+
     def _end_line(self) -> None:
         """End a line of streamed text before a line of another stream starts (both may
         be the same terminal)."""
@@ -475,6 +481,9 @@ class JsonView(View):
         error = result.get("error")
         if isinstance(error, dict) and error.get("message"):
             self.note(f"{result.get('status')}: {error['message']}")
+
+    def changes(self, lines: list[str]) -> None:
+        """Nothing: stdout holds the notifications alone (``run/diff`` has the diff)."""
 
 
 def _escaped(match: re.Match[str]) -> str:

@@ -24,7 +24,9 @@ It owns the run's interaction with the person at the terminal:
   sessions of their own, and would outlive a command that just died.
 
 Exit codes (docs/cli.md, "Ctrl-C and exit codes"): 0 completed, 1 failed or a limit,
-130 cancelled, 2 usage error (a run the service refused before it existed included).
+130 cancelled, 2 usage error (a run the service refused before it existed included), 3
+``--fork --restore-files`` refused by the files (conflicts: nothing changed). A run that
+took checkpoints ends with a diffstat of what it changed (not with ``--json``).
 """
 
 from __future__ import annotations
@@ -45,11 +47,13 @@ from typing import Any, TextIO
 
 import attrs
 
+from ..checkpoints import CheckpointError, DiffResult
 from ..llm import log_scrubber
 from ..protocol import RUN_EVENTS
 from ..runs import (
     Elicitation,
     ElicitationAnswer,
+    ForkFrom,
     McpClientSide,
     PermissionPrompt,
     RunHandle,
@@ -60,6 +64,7 @@ from ..runs import (
     prepare_process,
 )
 from ..tool import (
+    Checkpointed,
     CleverAgentsError,
     PermissionOutcome,
     PermissionQuery,
@@ -69,8 +74,9 @@ from ..tool import (
 )
 from ..workspace import ShellTool, builtin_tools
 from ..workspace.profiles import NotAsked
+from ._changes import EXIT_CONFLICTS, stat_lines
 from ._terminal import printable
-from ._views import AnswerView, JsonView, Output, View
+from ._views import AnswerView, JsonView, Output, View, terminal_width
 
 EXIT_CODES = {"completed": 0, "failed": 1, "limit": 1, "cancelled": 130}
 EXIT_USAGE = 2
@@ -91,7 +97,7 @@ _FIELD_FLAGS = {
     "max_iterations": "--max-iterations", "system_prompt": "--system",
     "automation_profile": "--profile", "continue_from": "--continue",
     "sandbox_root": "--workspace", "model": "--model", "prompt": "the prompt",
-    "limits": "--max-tool-calls, --deadline or --max-tokens",
+    "limits": "--max-tool-calls, --deadline or --max-tokens", "fork_from": "--fork",
 }  # fmt: skip
 # ... and RunParams fields, as other errors' messages may name them.
 _FLAG_NAMES = [
@@ -102,6 +108,8 @@ _FLAG_NAMES = [
     (re.compile(r"\b(?:params\.)?sandboxRoot\b"), "--workspace"),
     (re.compile(r"\bparams\.model\b"), "--model"),
     (re.compile(r"\bparams\.prompt\b"), "the prompt"),
+    (re.compile(r"\b(?:params\.)?(?:forkFrom\.)?restoreFiles\b"), "--restore-files"),
+    (re.compile(r"\b(?:params\.)?forkFrom\b"), "--fork"),
 ]
 
 
@@ -134,6 +142,10 @@ class RunOptions:
     mcp_servers: tuple[Any, ...] = ()
     """The MCP servers the run starts (``McpServerConfig``: ``--mcp``, ``--mcp-config``,
     ``config.toml``, the workspace's approved ``.mcp.json``)."""
+    checkpoints: bool = True
+    """Whether the run snapshots the files it changes (``--no-checkpoints``: not)."""
+    fork_from: ForkFrom | None = None
+    """``--fork RUN_ID[@K]`` (and ``--restore-files``)."""
 
 
 def flag_words(message: str) -> str:
@@ -250,6 +262,8 @@ class _Session:
         self.interrupts = 0
         self.always: set[str] = set()  # tools answered [a]lways: not asked again this run
         self.asking = asyncio.Lock()  # one question at a time (calls may ask at once)
+        self.checkpointed = False
+        """Whether the run took a checkpoint (it then ends with a diffstat)."""
         self.stdout = Output(sys.stdout, self.on_closed)
         self.view = make_view(options, self.stdout)
         self.terminal = None if options.yes else Terminal.find(options.stdin_taken)
@@ -258,6 +272,8 @@ class _Session:
             self.view.use_terminal(self.terminal.fd, question)
 
     def on_event(self, event: RunEvent, text: str | None, /) -> None:
+        if isinstance(event, Checkpointed):
+            self.checkpointed = True
         if text is not None:  # None: an event no notification carries
             self.view.event_text(_METHOD[event.__class__], text)
 
@@ -351,7 +367,8 @@ class _Session:
             instructions=options.instructions,
             model=options.model, max_iterations=options.max_iterations,
             automation_profile=options.profile, continue_from=options.continue_from,
-            limits=options.limits, ask=self.ask,
+            limits=options.limits, ask=self.ask, checkpoints=options.checkpoints,
+            fork_from=options.fork_from,
         )  # fmt: skip
 
 
@@ -392,9 +409,11 @@ async def _run(options: RunOptions, tools: list[ToolSpec]) -> int:
         except CleverAgentsError as exc:
             view.stop()
             print(printable(f"cleveragents run: {refusal_text(exc)}"), file=sys.stderr)
-            return EXIT_USAGE
+            # --fork --restore-files refused by the files (conflicts): as revert's refusal
+            return EXIT_CONFLICTS if isinstance(exc, CheckpointError) else EXIT_USAGE
         session.attach(handle)
         await handle.result()
+        changes = await run_changes(service, session)
     finally:
         view.stop()
         await service.aclose()
@@ -409,10 +428,25 @@ async def _run(options: RunOptions, tools: list[ToolSpec]) -> int:
     result: dict[str, Any] = json.loads(handle.result_text)
     if not session.closed_pipe and session.stopped_by != signal.SIGHUP:  # else none reads
         view.finish(result, service.store.path(handle.run_id))
+        if changes is not None:
+            view.changes(stat_lines(changes.files, min(terminal_width(view.out), 120)))
     code = session.exit_code(result.get("status"))
     if options.output_file is not None and not write_answer(options.output_file, result):
         return code or 1
     return code
+
+
+async def run_changes(service: RunService, session: _Session) -> DiffResult | None:
+    """What the run changed in its workspace, for the diffstat that ends it; ``None``
+    when it took no checkpoint (it changed nothing), the view shows no diffstat
+    (``--json``), nobody reads, or the diff cannot be had (a line says why)."""
+    if not session.checkpointed or session.closed_pipe or isinstance(session.view, JsonView):
+        return None
+    try:
+        return await service.diff(session.run_id)
+    except CleverAgentsError as exc:
+        session.view.note(f"no diffstat: {exc.message}")
+        return None
 
 
 def write_answer(path: Path, result: dict[str, Any]) -> bool:
