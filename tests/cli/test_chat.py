@@ -261,8 +261,6 @@ def test_slash_commands_switch_the_model_and_profile_list_runs_and_help(
     chat.showing("profile: trusted (from the next message on)")
     chat.send("two")
     chat.showing("Answer from the other model.")
-    chat.send("/undo")
-    chat.showing("/undo is not available yet")
     chat.send("/runs")
     listed = chat.showing("calls two")
     chat.send("/exit")

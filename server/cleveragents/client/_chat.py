@@ -17,8 +17,11 @@ A refused turn (a model the service cannot build) and a failed one leave the cha
 was: the next message continues the conversation from before them. ``/compact`` asks the
 model for a summary of the conversation (a turn of its own, without tools) and starts a
 new conversation from it: the next message goes with the summary before it.
-``/diff`` and ``/undo`` stand on the run service's checkpoints of a run's changes
-(``turn_changes``).
+``/diff`` shows what this chat's turns changed in the workspace (from before the first
+change of its first turn to after its last turn) and ``/undo`` puts back the files the
+last turn changed, through the run service's checkpoints: a file changed since by
+someone else refuses it (``/undo force`` overrides), and the reply names the checkpoint
+that undoes the undo (``/restore ID``).
 
 It needs a terminal (the command line refuses to start it off one); it knows the
 transcripts only through the run service, and the command line's rules for a model
@@ -36,10 +39,11 @@ import signal
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 import attrs
 
+from ..checkpoints import DiffResult
 from ..llm import log_scrubber
 from ..llm.errors import ModelConfigError
 from ..llm.spec import parse_model_spec
@@ -47,7 +51,9 @@ from ..runs import RunRequest, RunService, RunSettings, prepare_process
 from ..tool import CleverAgentsError, ToolSpec, UsageLimits
 from ..workspace import ShellTool, builtin_tools
 from ..workspace.profiles import BUILTIN_PROFILES
+from ._changes import patch_lines, restore_lines, stat_lines, undo_command
 from ._terminal import printable
+from ._views import terminal_width
 from .commands import (
     EXIT_CODES,
     STOP_SIGNALS,
@@ -55,6 +61,7 @@ from .commands import (
     _Session,
     _ViewLog,
     refusal_text,
+    run_changes,
 )
 
 EXIT_LEFT = 0
@@ -73,8 +80,9 @@ HELP = [
     ("/profile [NAME]", "show the automation profiles, or use NAME from the next message on"),
     ("/runs", "this chat's runs, one per message (cleveragents runs show ID)"),
     ("/compact", "summarise the conversation and go on from the summary alone"),
-    ("/diff", "what the last turn changed in the workspace"),
-    ("/undo", "put back the files the last turn changed, and the conversation before it"),
+    ("/diff", "what this chat's turns changed in the workspace"),
+    ("/undo [force]", "put back the files the last turn changed, and the conversation before it"),
+    ("/restore ID [force]", "put the files back as they were at checkpoint ID (undo an /undo)"),
     ("/help", "this list"),
     ("/exit", "leave the chat (as Ctrl-D)"),
 ]
@@ -125,27 +133,6 @@ class ChatTurn:
     """The run this one continued (where ``/undo`` takes the conversation back to)."""
     content: str = ""
     undone: bool = False
-
-
-class TurnChanges(Protocol):
-    """What ``/diff`` and ``/undo`` need of the run service's checkpoints."""
-
-    async def diff(self, run_id: str) -> list[str]:
-        """The unified diff of what run ``run_id`` changed in its workspace."""
-
-    async def undo(self, run_id: str) -> str:
-        """Put back the files run ``run_id`` changed; one line saying what was done."""
-
-
-def turn_changes(service: RunService) -> TurnChanges | None:
-    """The checkpoints of the runs' changes; ``None`` while the run service keeps none."""
-    return None
-
-
-NOT_AVAILABLE = (
-    "{command} is not available yet: the run service keeps no checkpoints of what a "
-    "turn changed (git diff and git checkout are yours meanwhile)"
-)
 
 
 class _Turn(_Session):
@@ -291,6 +278,9 @@ class Chat:
         result: dict[str, Any] = json.loads(handle.result_text)
         if session.stopped_by is None:
             view.finish(result, self.service.store.path(handle.run_id))
+            changes = await run_changes(self.service, session)
+            if changes is not None:  # the turn's diffstat, as run ends with
+                view.changes(stat_lines(changes.files, min(terminal_width(view.out), 120)))
         status = str(result.get("status"))
         turn = ChatTurn(
             handle.run_id, prompt, status, int(result.get("iterations") or 0),
@@ -331,8 +321,12 @@ class Chat:
             self.list_runs()
         elif name == "/compact":
             await self.compact()
-        elif name in ("/diff", "/undo"):
-            await self.changes(name)
+        elif name == "/diff":
+            await self.diff()
+        elif name == "/undo":
+            await self.undo(argument)
+        elif name == "/restore":
+            await self.restore(argument)
         else:
             say(f"unknown command {cut(name, 30)}: /help lists them (//TEXT sends a message "
                 "starting with /)")  # fmt: skip
@@ -387,24 +381,90 @@ class Chat:
         self.last = None
         say("compacted: the next message starts a new conversation, with this summary before it")
 
-    async def changes(self, command: str) -> None:
-        changes = turn_changes(self.service)
-        if changes is None:
-            say(NOT_AVAILABLE.format(command=command))
+    async def diff(self) -> None:
+        """``/diff``: what this chat's turns changed, as a diffstat and a patch."""
+        runs = [turn.run_id for turn in self.turns if not turn.undone]
+        try:
+            diff = await chat_diff(self.service, str(self.options.workspace), runs)
+        except CleverAgentsError as exc:
+            say(f"/diff: {exc.message}")
             return
-        done = [turn for turn in self.turns if not turn.undone and turn.status != "failed"]
+        colour = not os.environ.get("NO_COLOR")
+        lines = stat_lines(diff.files, terminal_width())
+        if diff.patch:
+            lines += ["", *patch_lines(diff, colour)]
+        for line in lines:  # printable already; the colours are ours
+            print(line, flush=True)
+
+    async def undo(self, argument: str) -> None:
+        """``/undo [force]``: the last turn's files put back, and the conversation goes
+        on from before it; refused (nothing changed) when a file it would touch changed
+        since, unless forced."""
+        if argument not in ("", "force"):
+            say("/undo takes nothing, or force (to overwrite files changed since)")
+            return
+        done = [turn for turn in self.turns if not turn.undone]
         if not done:
-            say(f"{command}: no turn of this chat to look at")
+            say("/undo: no turn of this chat to undo")
             return
         turn = done[-1]
-        if command == "/diff":
-            lines = await changes.diff(turn.run_id)
-            for line in lines or ["(no changes)"]:
-                say(line.rstrip("\n"))
+        try:
+            result = await self.service.revert(turn.run_id, force=argument == "force")
+        except CleverAgentsError as exc:
+            say(f"/undo: {exc.message}")
             return
-        say(await changes.undo(turn.run_id))
+        checkpoint = result.restore_checkpoint_id
+        lines, refused = restore_lines(
+            result, f"/undo of run {turn.run_id[:8]}", force_hint="/undo force",
+            undo=f"/restore {checkpoint}" if checkpoint else None,
+        )  # fmt: skip
+        for line in lines:
+            say(line)
+        if refused:
+            return
+        if checkpoint:
+            say(f"  (or from a shell: {undo_command(checkpoint, str(self.options.workspace))})")
         turn.undone = True
         self.last = turn.continued
+        say("the next message goes on from before that turn")
+
+    async def restore(self, argument: str) -> None:
+        """``/restore ID [force]``: the workspace's files as they were at checkpoint ID
+        (the one ``/undo`` named undoes it). The conversation is left as it is."""
+        checkpoint, _, force = argument.partition(" ")
+        if not checkpoint or force.strip() not in ("", "force"):
+            say("/restore takes a checkpoint id (as /undo prints it), then force or nothing")
+            return
+        try:
+            result = await self.service.restore_checkpoint(
+                checkpoint, root=self.options.workspace, force=bool(force.strip())
+            )
+        except CleverAgentsError as exc:
+            say(f"/restore: {exc.message}")
+            return
+        undo = result.restore_checkpoint_id
+        lines, _ = restore_lines(
+            result, f"/restore of checkpoint {cut(checkpoint, 20)}",
+            force_hint=f"/restore {cut(checkpoint, 20)} force",
+            undo=f"/restore {undo}" if undo else None,
+        )  # fmt: skip
+        for line in lines:
+            say(line)
+
+
+async def chat_diff(service: RunService, root: str, run_ids: Sequence[str]) -> DiffResult:
+    """What runs ``run_ids`` (a chat's turns, oldest first) changed in the workspace
+    ``root``: from the first checkpoint of the first one that took any to the last
+    checkpoint of the last one."""
+
+    def work() -> DiffResult:
+        store = service.checkpoint_stores.open(root)
+        taken = [c for run_id in run_ids for c in store.checkpoints(run_id)]
+        if not taken:
+            return DiffResult((), "")
+        return store.diff(taken[0].id, taken[-1].id)
+
+    return await asyncio.to_thread(work)
 
 
 def say(text: str) -> None:
