@@ -24,6 +24,7 @@ from ..rpc import RequestHandler, RpcError, to_configs, to_rpc_error
 from ..runs import RunRequest, RunService, RunSettings
 from ..tool import CleverAgentsError, JsonRpcCode, ToolSpec
 from ..workspace import BUILTIN_PROFILES, DEFAULT_PROFILE
+from . import _commands as slash
 from . import _mapping as mp
 from ._model import require_model
 from ._params import invalid, mcp_entries, root_directory
@@ -281,7 +282,15 @@ class AcpAgent:
         }  # fmt: skip
         session = await self._open(meta, params.get("mcpServers"))
         self.store.save(meta)
+        self._advertise(session)
         return {"sessionId": session.id, **self._state(session)}
+
+    @staticmethod
+    def _advertise(session: Session) -> None:
+        """The slash commands a prompt may start with, sent after the answer (the client
+        learns the session id from it) and after a load's replay."""
+        update = slash.available_commands()
+        asyncio.get_running_loop().call_soon(lambda: session.send(update, log=False))
 
     async def _reopen(self, params: dict[str, Any]) -> Session:
         """A saved session, checked as ``session/new`` checks a new one before anything
@@ -339,10 +348,13 @@ class AcpAgent:
         session = await self._reopen(params)
         for update in await asyncio.to_thread(self.store.updates, session.id):
             session.send(update, log=False)
+        self._advertise(session)
         return self._state(session)
 
     async def resume_session(self, params: dict[str, Any]) -> Any:
-        return self._state(await self._reopen(params))
+        session = await self._reopen(params)
+        self._advertise(session)
+        return self._state(session)
 
     async def close_session(self, params: dict[str, Any]) -> Any:
         session_id = params.get("sessionId")
@@ -428,6 +440,9 @@ class AcpAgent:
             raise RpcError(JsonRpcCode.INVALID_PARAMS, str(exc)) from None
         meta = session.meta
         runs: list[str] = meta["runs"]
+        command = slash.parse(text)
+        if command is not None:  # answered here, never sent to the model
+            return await self._command(session, blocks, *command)
         assert self.rpc is not None
         require_model(self.settings.model)  # in an ACP user's words, before any run
         request = RunRequest(
@@ -466,3 +481,13 @@ class AcpAgent:
             code = error.code if error else JsonRpcCode.INTERNAL_ERROR
             raise RpcError(code, error.message if error else "failed")
         return {"stopReason": mp.STOP_REASONS[result.status]}
+
+    async def _command(self, session: Session, blocks: Any, name: str, argument: str) -> Any:
+        """A slash command's turn: its reply as the agent's message, logged (as is the
+        prompt) for ``session/load``."""
+        for block in blocks:
+            self.store.append(session.id, {"sessionUpdate": "user_message_chunk", "content": block})
+        session.say(await slash.run(session, name, argument))
+        session.meta["updatedAt"] = _now()
+        self.store.save(session.meta)
+        return {"stopReason": "end_turn"}

@@ -426,3 +426,56 @@ test("tool calls of every kind reach a final status, with titles and kinds namin
     child.kill();
   }
 });
+
+test("slash commands: advertised after session/new; /diff, /undo refused then forced, /restore undoes it", { timeout: 90_000 }, async () => {
+  const { cwd, child, stream } = setup([
+    { content: "Writing.", toolCalls: [call("builtin/file-write", { path: "notes.md", content: "one\n" }),
+      call("builtin/file-edit", { path: "src/greet.py", old_text: '"hi"', new_text: '"hello"' })] },
+    { content: "Done." },
+  ]);
+  const greet = join(cwd, "src", "greet.py");
+  try {
+    await acp.client({ name: "cleveragents-tests" })
+      .onRequest(acp.methods.client.session.requestPermission, () => ({ outcome: { outcome: "selected", optionId: "allow_always" } }))
+      .connectWith(stream, async (ctx) => {
+        await ctx.request(acp.methods.agent.initialize, { protocolVersion: 1 });
+        await ctx.buildSession(cwd).withSession(async (session) => {
+          const turn = async (text) => {
+            const prompt = session.prompt(text);
+            const { updates, stopReason } = await drain(session);
+            await prompt;
+            assert.equal(stopReason, "end_turn");
+            return updates;
+          };
+          const said = (updates) => updates.filter((u) => u.sessionUpdate === "agent_message_chunk").map((u) => u.content.text).join("");
+          const first = await turn("write the notes");
+          const advertised = first.find((u) => u.sessionUpdate === "available_commands_update");
+          assert.deepEqual(advertised.availableCommands.map((c) => c.name), ["diff", "undo", "restore"]);
+          assert.equal(said(first), "Writing.Done.");
+
+          const diff = said(await turn("/diff"));
+          assert.match(diff, / notes\.md {5}\| 1 \+ \(new\)/);
+          assert.match(diff, /```diff\ndiff --git a\/notes\.md b\/notes\.md\n/);
+
+          writeFileSync(greet, "the user's edit\n");
+          const refused = await turn("/undo");
+          assert.equal(refused.filter((u) => u.sessionUpdate.startsWith("tool_call")).length, 0); // not the model
+          assert.match(said(refused), /^Nothing was changed: 1 file changed since the last checkpoint/);
+          assert.match(said(refused), /`src\/greet\.py`: changed after checkpoint [0-9a-f]{16}/);
+          assert.equal(readFileSync(greet, "utf8"), "the user's edit\n");
+          assert.equal(readFileSync(join(cwd, "notes.md"), "utf8"), "one\n");
+
+          const forced = said(await turn("/undo force"));
+          assert.equal(readFileSync(greet, "utf8"), 'def greet():\n    return "hi"\n');
+          assert.throws(() => readFileSync(join(cwd, "notes.md")), { code: "ENOENT" });
+          const [, checkpoint] = forced.match(/To undo this: `\/restore ([0-9a-f]{16})`/);
+
+          assert.match(said(await turn(`/restore ${checkpoint}`)), /^Put back 2 files of checkpoint/);
+          assert.equal(readFileSync(greet, "utf8"), "the user's edit\n");
+          assert.equal(readFileSync(join(cwd, "notes.md"), "utf8"), "one\n");
+        });
+      });
+  } finally {
+    child.kill();
+  }
+});
