@@ -12,11 +12,19 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from cleveragents.runs import RunRequest, RunService, RunSettings
-from cleveragents.runs._instructions import MAX_FILE_BYTES, MAX_RUN_BYTES
+from cleveragents.runs._instructions import (
+    MAX_FILE_BYTES,
+    MAX_NESTED_DEPTH,
+    MAX_RUN_BYTES,
+    Budget,
+    NestedInstructions,
+)
 from cleveragents.tool import LLMRequest, LLMResponse, Message, ToolCall
-from cleveragents.workspace import builtin_tools
+from cleveragents.workspace import PinnedRoot, builtin_tools
 
 FIXED = datetime(2031, 5, 17, 9, 30, tzinfo=UTC)
 
@@ -262,3 +270,58 @@ async def test_agents_md_changes_nothing_but_the_prompt(tmp_path: Path) -> None:
     assert not (ws / "x.txt").exists()
     assert result.tool_call_history[0].success is False
     await service.aclose()
+
+
+async def test_folders_deeper_than_the_bound_are_not_searched(tmp_path: Path) -> None:
+    """A tree thousands of levels deep must not cost a walk from the root per level."""
+    ws = tmp_path / "ws"
+    service = service_for(tmp_path)
+    deep = ws.joinpath(*["d"] * (MAX_NESTED_DEPTH + 8))
+    deep.mkdir(parents=True)
+    (deep / "f.txt").write_text("f\n")
+    (ws / "d" / "AGENTS.md").write_text("shallow rules")
+    (deep / "AGENTS.md").write_text("too deep to be read")
+    relative = deep.relative_to(ws) / "f.txt"
+    model = Recording(("builtin/file-read", {"path": str(relative)}))
+    await run(service, model)
+    note = model.tool_outputs()[0]["instructions"]
+    assert "shallow rules" in note
+    assert "too deep" not in note
+    await service.aclose()
+
+
+_SEGMENT = st.text(
+    st.characters(blacklist_categories=("Cs",), blacklist_characters="/"), min_size=1, max_size=8
+)
+
+
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    parts=st.lists(st.one_of(_SEGMENT, st.sampled_from(["..", ".", "", "AGENTS.md"])), max_size=6),
+    absolute=st.booleans(),
+    extra=st.dictionaries(st.text(max_size=5), st.integers() | st.text(max_size=5), max_size=3),
+)
+def test_any_output_path_leaves_the_output_whole_and_reads_only_inside_the_root(
+    tmp_path: Path, parts: list[str], absolute: bool, extra: dict[str, Any]
+) -> None:
+    """Whatever path a file tool's output names (a hostile editor backend's, say), the
+    filter never raises, keeps the output's own keys, and adds only files beneath the
+    root."""
+    ws = tmp_path / "ws"
+    (ws / "sub").mkdir(parents=True, exist_ok=True)
+    (ws / "sub" / "AGENTS.md").write_text("inside rules")
+    (tmp_path / "AGENTS.md").write_text("OUTSIDE rules")
+    path = "/".join(parts)
+    if absolute:
+        path = f"{ws}/{path}"
+    output: dict[str, Any] = {**extra, "path": path}
+    nested = NestedInstructions(str(ws), Budget(), lambda _name, _id, value: value)
+    with PinnedRoot.open(str(ws)).activate():
+        filtered = nested("builtin/file-read", "c1", output)
+    assert isinstance(filtered, dict)
+    assert {k: v for k, v in filtered.items() if k != "instructions"} == {
+        k: v for k, v in output.items() if k != "instructions"
+    }
+    assert "OUTSIDE" not in str(filtered.get("instructions", ""))

@@ -14,7 +14,8 @@ else (no profile, tool, model or limit is read from it). It is read as the file 
 read (beneath the pinned root, no link followed out of it, a regular file only: a FIFO
 never blocks), at most :data:`MAX_FILE_BYTES` of each file and
 :data:`MAX_RUN_BYTES` over a run. Which files were used is recorded in the transcript's
-``$/meta`` (:meth:`Instructions.meta`).
+``$/meta`` (:meth:`Instructions.meta`). Folders deeper than :data:`MAX_NESTED_DEPTH` are
+not searched.
 
 A library user of :mod:`cleveragents.tool` gets none of this: it lives in the run
 service, which every face shares.
@@ -42,6 +43,9 @@ is left out, and the text says so."""
 MAX_RUN_BYTES = 128 * 1024
 """The most read of all ``AGENTS.md`` files over one run: a repository with a file in
 every folder cannot grow a run's prompt without bound."""
+MAX_NESTED_DEPTH = 32
+"""Folders deeper than this below the root are not searched for an ``AGENTS.md``: each
+check walks the path from the root, and a hostile tree may be thousands of levels deep."""
 NESTED_TOOLS = frozenset({"builtin/file-read", "builtin/file-write", "builtin/file-edit"})
 """The tools whose output names the one file they touched (``path``, absolute)."""
 
@@ -242,7 +246,7 @@ class NestedInstructions:
         if os.pardir in parts:
             return output  # not beneath the root: never ours to read
         texts: list[str] = []
-        for depth in range(1, len(parts) + 1):
+        for depth in range(1, min(len(parts), MAX_NESTED_DEPTH) + 1):
             folder = os.path.join(*parts[:depth])
             if folder in self.met:
                 continue
