@@ -175,8 +175,8 @@ def _command(args: argparse.Namespace) -> int:
 def serve_settings(args: argparse.Namespace) -> Any:
     """``serve``'s model, profile and state dir, each from its flag, else its variable,
     else ``config.toml`` (set on ``args``; ``initializationOptions`` still win over them
-    in the daemon), and ``config.toml``'s MCP servers. A model or profile that ``run``
-    would refuse is a usage error here too, before any editor waits on it."""
+    in the daemon), and ``config.toml``'s MCP servers. A bad file, a bad table or a bare
+    model name nobody knows is a usage error here, before any editor waits on it."""
     from ._mcp_commands import McpUsageError
     from ._mcp_files import McpFileError, read_toml_servers
     from .client._config import config_path
@@ -190,7 +190,8 @@ def serve_settings(args: argparse.Namespace) -> Any:
         args.model = bare_model(model.value.strip(), model.source)
     else:
         args.model = model.value
-    args.profile = _profile(settings["profile"])
+    profile = settings["profile"]  # not checked here: initializationOptions may define it
+    args.profile = profile.value if profile.source != "default" else None
     args.state_dir = Path(str(settings["state_dir"].value)).expanduser()
     try:
         entries = read_toml_servers(config_path())
