@@ -11,10 +11,21 @@ from typing import Any
 
 import pytest
 
-from cleveragents.checkpoints import CheckpointError, CheckpointNotFoundError, CheckpointStore
+from cleveragents.checkpoints import (
+    CheckpointError,
+    CheckpointNotFoundError,
+    CheckpointSettings,
+    CheckpointStore,
+)
 from cleveragents.runs import ForkFrom, RunRequest, RunService, RunSettings
 from cleveragents.runs._checkpoints import CHECKPOINT_NOTE
-from cleveragents.tool import Checkpointed, RunEvent, ToolSpec
+from cleveragents.tool import (
+    Checkpointed,
+    RunEvent,
+    ToolAnnotations,
+    ToolCallFinished,
+    ToolSpec,
+)
 from cleveragents.transcripts import RunNotFoundError, RunStateError
 from cleveragents.workspace import builtin_tools
 from kit.models import call, scripted, shell
@@ -49,7 +60,7 @@ async def run(
             run_id=run_id,
             automation_profile="full-auto",
             **request,
-        )  # fmt: skip
+        )
     )
     events = [event async for event in handle.events()]
     result = await handle.result()
@@ -81,7 +92,8 @@ async def test_a_run_snapshots_before_its_first_change_and_after_each_iteration_
     assert [(f.path, f.status, f.additions, f.deletions) for f in diff.files] == [
         ("a.txt", "added", 1, 0), ("b.txt", "added", 1, 0), ("keep.txt", "modified", 1, 1),
     ]  # fmt: skip
-    assert "+two" in diff.patch and "-one" in diff.patch
+    assert "+two" in diff.patch
+    assert "-one" in diff.patch
     only_4 = await service.diff("r1", iteration=4)
     assert [f.path for f in only_4.files] == ["keep.txt"]
     assert (await service.diff("r1", iteration=3)).files == ()
@@ -111,7 +123,8 @@ async def test_the_shell_changes_are_seen_and_undone_with_the_file_tools(tmp_pat
     }  # fmt: skip
     assert next(f for f in diff.files if f.path == "d/e/blob").binary
     reverted = await service.revert("r1")
-    assert reverted.applied and reverted.conflicts == ()
+    assert reverted.applied
+    assert reverted.conflicts == ()
     assert sorted(p.name for p in ws.iterdir()) == ["gone", "old.txt", "src"]
     assert (ws / "src" / "m.py").read_text() == "x = 1\n"
     assert (ws / "gone" / "f").read_text() == "f\n"
@@ -129,13 +142,16 @@ async def test_a_revert_refuses_a_file_changed_since_then_force_then_undo(tmp_pa
     (ws / "other.txt").write_text("the user's too\n")
 
     dry = await service.revert("r1", dry_run=True)
-    assert [c.path for c in dry.conflicts] == ["a.txt"] and not dry.applied
+    assert [c.path for c in dry.conflicts] == ["a.txt"]
+    assert not dry.applied
     refused = await service.revert("r1")
-    assert [c.path for c in refused.conflicts] == ["a.txt"] and not refused.applied
+    assert [c.path for c in refused.conflicts] == ["a.txt"]
+    assert not refused.applied
     assert (ws / "a.txt").read_text() == "the user's edit\n"
 
     forced = await service.revert("r1", force=True)
-    assert forced.applied and forced.restore_checkpoint_id is not None
+    assert forced.applied
+    assert forced.restore_checkpoint_id is not None
     assert (ws / "a.txt").read_text() == "mine\n"
     assert (ws / "other.txt").read_text() == "the user's too\n"  # not the run's: left alone
 
@@ -157,7 +173,8 @@ async def test_checkpoints_off_by_request_or_by_the_service_take_none(tmp_path: 
         assert checkpointed(events) == []
         assert (await service.diff("r1")).files == ()
         nothing = await service.revert("r1")
-        assert not nothing.applied and nothing.files == ()
+        assert not nothing.applied
+        assert nothing.files == ()
         await service.aclose()
 
 
@@ -179,8 +196,9 @@ async def test_diff_and_revert_of_unknown_and_live_runs(tmp_path: Path) -> None:
         model=scripted({"content": "", "toolCalls": [write("a.txt", "a"), call("t/wait")]},
                        {"content": "done"}),
     ))  # fmt: skip
-    while not (tmp_path / "ws" / "a.txt").exists():
-        await asyncio.sleep(0.01)
+    async for event in handle.events():  # until the write has run
+        if isinstance(event, ToolCallFinished):
+            break
     with pytest.raises(RunStateError):
         await service.revert("live")
     with pytest.raises(RunStateError):
@@ -237,7 +255,8 @@ async def test_two_runs_on_one_workspace_revert_each_its_own_files(tmp_path: Pat
               {"content": "done"})  # fmt: skip
     assert [f.path for f in (await service.diff("r2")).files] == ["two.txt"]
     first = await service.revert("r1")
-    assert first.applied and first.conflicts == ()
+    assert first.applied
+    assert first.conflicts == ()
     assert sorted(p.name for p in ws.iterdir()) == ["two.txt"]
     await service.aclose()
 
@@ -256,5 +275,44 @@ async def test_a_failing_snapshot_is_noted_and_the_run_goes_on(
     assert checkpointed(events) == []
     assert (tmp_path / "ws" / "a.txt").read_text() == "a"
     lines = (tmp_path / "state" / "runs" / "r1.jsonl").read_text()
-    assert CHECKPOINT_NOTE in lines and "more than 3 entries" in lines
+    assert CHECKPOINT_NOTE in lines
+    assert "more than 3 entries" in lines
+    await service.aclose()
+
+
+async def test_pruning_after_a_run_removes_old_checkpoints_but_never_a_live_run_s(
+    tmp_path: Path,
+) -> None:
+    root = tmp_path / "ws"
+    root.mkdir()
+    settings = RunSettings(
+        state_dir=tmp_path / "state", workspace_folders=(str(root),),
+        checkpoint_settings=CheckpointSettings(max_store_bytes=1),  # always over the cap
+    )  # fmt: skip
+    gate = asyncio.Event()
+
+    async def wait(inputs: dict[str, Any]) -> str:
+        await gate.wait()
+        return "ok"
+
+    spec = ToolSpec("t/wait", "Waits.", {"type": "object"}, wait,
+                    annotations=ToolAnnotations(read_only=True))  # fmt: skip
+    service = RunService(settings, [*builtin_tools(), spec])
+    live = await service.start(RunRequest(
+        prompt="go", run_id="live", automation_profile="full-auto",
+        model=scripted({"content": "", "toolCalls": [write("live.txt", "1")]},
+                       {"content": "", "toolCalls": [call("t/wait")]}, {"content": "done"}),
+    ))  # fmt: skip
+    async for event in live.events():  # before its write, then after its iteration 1
+        if isinstance(event, Checkpointed) and event.iteration == 1:
+            break
+    store = await service.checkpoint_stores.get(str(root))
+    await run(service, "done", {"content": "", "toolCalls": [write("done.txt", "2")]},
+              {"content": "done"})  # fmt: skip
+    await service.checkpoint_stores.pruned()  # the finished run's end pruned the store
+    assert len(await asyncio.to_thread(store.checkpoints, "live")) == 2
+    assert await asyncio.to_thread(store.checkpoints, "done") == ()
+    gate.set()
+    await live.result()
+    assert [f.path for f in (await service.diff("live")).files] == ["live.txt"]
     await service.aclose()

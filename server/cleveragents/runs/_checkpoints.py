@@ -124,6 +124,11 @@ class CheckpointStores:
         except Exception as exc:  # noqa: BLE001 - pruning is housekeeping: log, go on
             logger.warning("cannot prune the checkpoints of %s: %s", root, exc)
 
+    async def pruned(self) -> None:
+        """Wait for the pruning under way (a test, a face closing)."""
+        if self._tasks:
+            await asyncio.wait(list(self._tasks))
+
     async def aclose(self) -> None:
         """Wait for pruning under way, then close every store."""
         if self._tasks:
