@@ -189,39 +189,32 @@ class _CodeGrant(OAuthClientProvider):
     async def _auth_flow(
         self, request: httpx2.Request
     ) -> AsyncGenerator[httpx2.Request, httpx2.Response]:
-        async for sent in _refresh_on_401(self, super()._auth_flow, request):
-            yield sent
-
-
-async def _refresh_on_401(
-    provider: OAuthClientProvider,
-    flow: Callable[[httpx2.Request], AsyncGenerator[httpx2.Request, httpx2.Response]],
-    request: httpx2.Request,
-) -> AsyncGenerator[httpx2.Request, httpx2.Response]:
-    """Drive the SDK's flow; when the request itself comes back 401 while a refresh
-    token is held, start over with the token marked expired (the flow refreshes first,
-    and only a refused refresh leads to a new sign-in)."""
-    retried = False
-    generator = flow(request)
-    outgoing = await generator.__anext__()
-    while True:
-        response = yield outgoing
-        if (
-            outgoing is request
-            and response.status_code == 401
-            and not retried
-            and provider.context.can_refresh_token()
-        ):
-            retried = True
-            await generator.aclose()
-            provider.context.token_expiry_time = 1.0  # long past: refresh before retrying
-            generator = flow(request)
-            outgoing = await generator.__anext__()
-            continue
+        """The SDK's flow; when the request itself comes back 401 while a refresh token
+        is held, it starts over with the token marked expired (so it refreshes first, and
+        only a refused refresh leads to a new sign-in)."""
+        retried = False
+        flow = super()._auth_flow(request)
         try:
-            outgoing = await generator.asend(response)
+            outgoing = await flow.__anext__()
+            while True:
+                response = yield outgoing
+                if (
+                    outgoing is request
+                    and response.status_code == 401
+                    and not retried
+                    and self.context.can_refresh_token()
+                ):
+                    retried = True
+                    await flow.aclose()
+                    self.context.token_expiry_time = 1.0  # long past: refresh first
+                    flow = super()._auth_flow(request)
+                    outgoing = await flow.__anext__()
+                    continue
+                outgoing = await flow.asend(response)
         except StopAsyncIteration:
             return
+        finally:
+            await flow.aclose()
 
 
 def _fit_auth_method(context: Any) -> None:
@@ -386,7 +379,12 @@ class LoopbackCallback:
             listener = await anyio.create_tcp_listener(local_host="127.0.0.1", local_port=0)
         await stack.enter_async_context(listener)
         self.port = int(listener.extra(anyio.abc.SocketAttribute.local_port))
-        tasks.start_soon(listener.serve, self._serve)
+
+        async def serve() -> None:
+            with contextlib.suppress(anyio.ClosedResourceError):  # the connection ended
+                await listener.serve(self._serve)
+
+        tasks.start_soon(serve)
 
     def expect(self, state: str) -> None:
         self._state = state
