@@ -9,7 +9,7 @@ from pathlib import Path
 
 from kit.acp import Spawn, tool_updates
 from kit.models import call, scripted
-from kit.paths import MCP_SERVERS
+from kit.paths import MCP_SERVERS, SDK_SERVER
 
 ASKING = {
     "name": "ask",
@@ -57,3 +57,17 @@ async def test_the_sessions_folders_are_the_roots_and_elicitation_is_declined(
         extra.as_uri(),
     ]
     assert asked["content"][0]["content"]["text"] == "decline"
+
+
+async def test_an_mcp_tools_image_is_an_image_content_block(spawn: Spawn, workspace: Path) -> None:
+    model = scripted({"toolCalls": [call("mcp:calc/picture")]}, {"content": "a dot"})
+    client = await spawn(model, "--profile", "full-auto")
+    calc = {"name": "calc", "command": sys.executable, "args": [str(SDK_SERVER)], "env": []}
+    session = (await client.new_session(workspace, mcpServers=[calc]))["sessionId"]
+    assert await client.prompt(session, "look") == {"stopReason": "end_turn"}
+    (updates,) = tool_updates(client.updates(session)).values()
+    text, image = updates[-1]["content"]
+    assert text["content"]["text"] == "a red dot\n[image: image/png, 72 B]"  # no base64
+    assert image == {"type": "content", "content": {
+        "type": "image", "mimeType": "image/png", "data": updates[-1]["rawOutput"][1]["data"]}}  # fmt: skip
+    assert updates[-1]["rawOutput"][1]["type"] == "image"  # the record keeps the blocks

@@ -70,6 +70,7 @@ from typing import Any
 
 import attrs
 
+from kit.fake_media import anthropic_problem
 from kit.loopback import Recorded, Reply, event, json_reply, sse_reply
 
 INTERLEAVED_BETA = "interleaved-thinking-2025-05-14"
@@ -242,6 +243,9 @@ class FakeAnthropic:
     def _check(self, body: Mapping[str, Any], headers: Mapping[str, str]) -> str | None:
         if "max_tokens" not in body:
             return "max_tokens: Field required"
+        media = anthropic_problem(body.get("messages") or [])
+        if media is not None:
+            return media
         refusal = self._check_settings(body, headers)
         if refusal is not None:
             return refusal

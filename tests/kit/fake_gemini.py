@@ -64,6 +64,7 @@ from typing import Any
 
 import attrs
 
+from kit.fake_media import gemini_problem
 from kit.loopback import Recorded, Reply, data, json_reply, sse_reply
 
 MISSING_SIGNATURE = (
@@ -158,7 +159,11 @@ class FakeGemini:
         body = request.body if isinstance(request.body, Mapping) else {}
         if not request.path.endswith(":streamGenerateContent?alt=sse"):
             return json_reply({"error": {"code": 404, "message": "Not found."}}, 404)
-        problem = self._thinking_problem(body) or self._signature_problem(body)
+        problem = (
+            self._thinking_problem(body)
+            or self._signature_problem(body)
+            or gemini_problem(body.get("contents") or [])
+        )
         if problem is not None:
             self.rejected.append(problem)
             return json_reply(error_body(problem), 400)

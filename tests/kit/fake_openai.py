@@ -91,6 +91,7 @@ from cleveragents.tool import (
     ToolSpec,
     Usage,
 )
+from kit.fake_media import chat_problem, responses_problem
 from kit.loopback import WAIT_S, Recorded, Reply, data, event, json_reply, sse_reply
 
 CHARS_PER_TOKEN = 4
@@ -210,6 +211,9 @@ class FakeResponses:
                 param="reasoning.effort",
                 code="unsupported_value",
             )
+        media = responses_problem(list(body.get("input") or []))
+        if media is not None:
+            return openai_error(400, media)
         return self._check_input(list(body.get("input") or []))
 
     def _check_input(self, items: list[Mapping[str, Any]]) -> Reply | None:
@@ -454,6 +458,9 @@ class FakeThinkingChat:
         return f"Turn {number}: the tool answers this, so I call it."
 
     def _refusal(self, body: Mapping[str, Any]) -> Reply | None:
+        media = chat_problem(list(body.get("messages") or []))
+        if media is not None:
+            return openai_error(400, media, param="messages")
         back: list[str | None] = []
         for message in body.get("messages") or []:
             if message.get("role") != "assistant":

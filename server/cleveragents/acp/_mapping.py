@@ -17,7 +17,7 @@ import os
 from typing import Any
 from urllib.parse import unquote, urlparse
 
-from ..tool import ToolSpec, output_text
+from ..tool import ToolSpec, output_text, result_message
 
 STOP_REASONS = {"completed": "end_turn", "limit": "max_turn_requests", "cancelled": "cancelled"}
 
@@ -122,6 +122,17 @@ def output_content(name: str, output: Any) -> list[dict[str, Any]]:
         content = output.get("content")
         if isinstance(content, str):
             return text_content(content)
+    message = result_message(output, None, name)
+    if message.media:  # an MCP tool's images and audio, as ACP's own content blocks
+        blocks = text_content(message.content)
+        blocks += [
+            {
+                "type": "content",
+                "content": {"type": m.kind, "data": m.data, "mimeType": m.media_type},
+            }
+            for m in message.media
+        ]
+        return blocks
     return text_content(output_text(output))
 
 

@@ -16,6 +16,7 @@ from ._codec import (
     ProviderStreamError,
     ToolDeclaration,
 )
+from ._content import Media, result_message, tool_message
 from ._context import BYTES_PER_TOKEN, ContextPolicy, ContextUsage, HistoryProcessor, OutputKeeper
 from ._errors import (
     CleverAgentsError,
@@ -105,9 +106,9 @@ __all__ = [
     "AllowAll",
     "AssistantMessage",
     "CancelToken",
+    "Checkpointed",
     "CleverAgentsError",
     "Codec",
-    "Checkpointed",
     "Compacted",
     "ContextPolicy",
     "ContextUsage",
@@ -126,6 +127,7 @@ __all__ = [
     "LLMRequest",
     "LLMResponse",
     "LimitReason",
+    "Media",
     "Message",
     "MessageDelta",
     "NameEncoder",
@@ -181,4 +183,6 @@ __all__ = [
     "error_classes",
     "output_text",
     "register_codec",
+    "result_message",
+    "tool_message",
 ]

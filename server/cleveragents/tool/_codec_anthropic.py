@@ -214,7 +214,7 @@ def _blocks(message: Message, encode: NameEncoder) -> tuple[str, list[JSONObject
             result = {
                 "type": "tool_result",
                 "tool_use_id": call_id(message),
-                "content": message.content,
+                "content": _result_content(message),
                 "is_error": message.is_error,
             }
             return "user", [result]
@@ -222,3 +222,26 @@ def _blocks(message: Message, encode: NameEncoder) -> tuple[str, list[JSONObject
             raise AssertionError("system messages are not blocks")
         case _:
             assert_never(message.role)
+
+
+IMAGE_TYPES = frozenset({"image/jpeg", "image/png", "image/gif", "image/webp"})
+"""The image types Anthropic takes; any other medium stays a placeholder in the text."""
+
+
+def _result_content(message: Message) -> str | list[JSONObject]:
+    """A tool result's content: its text, or text and image blocks when it has images
+    Anthropic takes (a ``tool_result`` holds both)."""
+    images = [m for m in message.media if m.media_type in IMAGE_TYPES]
+    if not images:
+        return message.content
+    blocks: list[JSONObject] = (
+        [{"type": "text", "text": message.content}] if message.content else []
+    )
+    blocks.extend(
+        {
+            "type": "image",
+            "source": {"type": "base64", "media_type": m.media_type, "data": m.data},
+        }
+        for m in images
+    )
+    return blocks

@@ -148,7 +148,12 @@ def _parts(
                     "Gemini needs the tool name with each result"
                 )
             key = "error" if message.is_error else "output"
-            response = {"name": encode(name), "response": {key: message.content}}
+            response: JSONObject = {"name": encode(name), "response": {key: message.content}}
+            if message.media:  # Gemini 3 takes media inside the functionResponse
+                response["parts"] = [
+                    {"inlineData": {"mimeType": m.media_type, "data": m.data}}
+                    for m in message.media
+                ]
             return "user", [{"functionResponse": response}]
         case "system":  # split_turns takes these apart; kept for exhaustiveness
             raise AssertionError("system messages are not parts")

@@ -55,7 +55,10 @@ class OpenAICodec:
         ]
 
     def messages(self, messages: Sequence[Message], encode: NameEncoder) -> ProviderMessages:
-        return ProviderMessages(None, [_message(m, encode) for m in messages])
+        out = [_message(m, encode) for m in messages]
+        if any(m.media for m in messages):
+            out = _with_images(messages, out)
+        return ProviderMessages(None, out)
 
     def feed(self, draft: StreamDraft, chunk: Mapping[str, Any]) -> str:
         usage = chunk.get("usage")
@@ -172,3 +175,24 @@ def _message(message: Message, encode: NameEncoder) -> JSONObject:
             return {"role": "tool", "tool_call_id": call_id(message), "content": message.content}
         case _:
             assert_never(message.role)
+
+
+def _with_images(messages: Sequence[Message], out: list[JSONObject]) -> list[JSONObject]:
+    """Chat Completions takes no image in a tool message: the images of a turn's tool
+    results go in one user message right after that turn's last tool message (a message
+    between two tool messages of one turn would break their pairing), each after a line
+    naming its call."""
+    merged: list[JSONObject] = []
+    pending: list[JSONObject] = []
+    for message, wire in zip(messages, out, strict=True):
+        if message.role != "tool" and pending:
+            merged.append({"role": "user", "content": pending})
+            pending = []
+        merged.append(wire)
+        images = [m for m in message.media if m.kind == "image"] if message.role == "tool" else []
+        if images:
+            pending.append({"type": "text", "text": f"Images from tool call {call_id(message)}:"})
+            pending.extend({"type": "image_url", "image_url": {"url": m.data_url}} for m in images)
+    if pending:
+        merged.append({"role": "user", "content": pending})
+    return merged

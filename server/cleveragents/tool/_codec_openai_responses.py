@@ -80,7 +80,7 @@ class OpenAIResponsesCodec:
                         {
                             "type": "function_call_output",
                             "call_id": call_id(message),
-                            "output": message.content,
+                            "output": _output(message),
                         }
                     )
                 case _:
@@ -301,3 +301,14 @@ def _usage(usage: Mapping[str, Any]) -> Usage:
 
 def _count(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _output(message: Message) -> str | list[JSONObject]:
+    """A function call's output: its text, or ``input_text`` and ``input_image`` items
+    when it has images (the Responses API takes them in a function call's output)."""
+    images = [m for m in message.media if m.kind == "image"]
+    if not images:
+        return message.content
+    items: list[JSONObject] = [{"type": "input_text", "text": message.content}]
+    items.extend({"type": "input_image", "image_url": m.data_url} for m in images)
+    return items

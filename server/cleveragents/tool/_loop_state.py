@@ -12,8 +12,9 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 
-from ._call import OnRecord, output_text
+from ._call import OnRecord
 from ._cancel import CancelToken
+from ._content import tool_message
 from ._context import Compaction, ContextBudget
 from ._errors import ToolCancelledError
 from ._events import (
@@ -261,13 +262,10 @@ class LoopState:
             self.context.tool_call_history += rest
         append = self.messages.append
         for record in records:  # a record names its call: its id and tool name
-            if record.success:
-                output = record.output
-                text = output if output.__class__ is str else output_text(output)
-                append(Message("tool", text, [], record.call_id, record.tool_name))
-            else:
-                text = record.error or "the tool failed"
-                append(Message("tool", text, [], record.call_id, record.tool_name, True))
+            if record.success and record.output.__class__ is str:
+                append(Message("tool", record.output, [], record.call_id, record.tool_name))
+            else:  # media apart, as placeholders in the text (see _content)
+                append(tool_message(record))
 
     def end_iteration(self) -> bool:
         """Report the iteration; True when the run is over (no tools, limit, or cancel)."""

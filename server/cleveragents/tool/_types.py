@@ -13,6 +13,7 @@ import attrs
 
 if TYPE_CHECKING:
     from ._cancel import CancelToken
+    from ._content import Media
 
 JSONValue: TypeAlias = Any
 """Any JSON value. Kept as ``Any`` on purpose: tool outputs are arbitrary JSON."""
@@ -115,6 +116,9 @@ class Message:
     reasoning: list[Reasoning] = attrs.field(factory=list)
     state: ProviderState | None = None
     origin: str | None = None
+    media: list[Media] = attrs.field(factory=list)
+    """A tool result's images and audio (``content`` names each with a placeholder):
+    sent by the codecs whose providers take them (see ``_content``)."""
 
     def carries_state(self) -> bool:
         """Whether the message holds reasoning or provider state beyond text and calls."""

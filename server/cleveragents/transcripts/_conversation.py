@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from cleveragents.tool import Message, Reasoning, ToolCall, output_text
+from cleveragents.tool import Message, Reasoning, ToolCall, result_message
 
 from ..protocol import methods as m
 from ._files import int_field
@@ -151,9 +151,8 @@ def _tool_messages(calls: list[ToolCall], records: list[dict[str, Any]]) -> list
         if record is None:
             text = "the tool call has no record in the transcript"
             out.append(Message("tool", text, [], call.id, call.name, True))
-        elif record.get("success") is True:
-            text = output_text(record.get("output"))
-            out.append(Message("tool", text, [], call.id, call.name))
+        elif record.get("success") is True:  # media apart, as the runtime words them
+            out.append(result_message(record.get("output"), call.id, call.name))
         else:
             text = str(record.get("error") or "the tool failed")
             out.append(Message("tool", text, [], call.id, call.name, True))
