@@ -299,3 +299,23 @@ def test_add_and_remove_edit_config_toml_keeping_the_rest(tmp_path: Path) -> Non
     gone = cli(tmp_path, "mcp", "remove", "git")
     assert gone.returncode == 2
     assert "has no mcp_servers.git" in gone.stderr
+
+
+def test_approve_without_names_needs_a_terminal_and_revoke_forgets(tmp_path: Path) -> None:
+    ws, state = project(tmp_path), tmp_path / "state"
+    asked = cli(tmp_path, "mcp", "approve", "--state-dir", str(state), cwd=ws)
+    assert asked.returncode == 2
+    assert "no terminal to ask: name the servers, or pass --all" in asked.stderr
+    unknown = cli(tmp_path, "mcp", "approve", "nope", "--state-dir", str(state), cwd=ws)
+    assert unknown.returncode == 2
+    assert "has no server 'nope'" in unknown.stderr
+    assert (
+        cli(tmp_path, "mcp", "approve", "--all", "--state-dir", str(state), cwd=ws).returncode == 0
+    )
+    [approval] = (state / "mcp-approvals").iterdir()
+    assert approval.stat().st_mode & 0o777 == 0o600
+    assert "the repository" not in approval.read_text()  # a hash of the entry, not its values
+    revoked = cli(tmp_path, "mcp", "revoke", "--state-dir", str(state), cwd=ws)
+    assert revoked.stdout == "revoked repo\n"
+    listed = cli(tmp_path, "mcp", "list", "--json", "--state-dir", str(state), cwd=ws)
+    assert json.loads(listed.stdout)[0]["status"].startswith("not approved")
