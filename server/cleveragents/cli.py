@@ -175,6 +175,33 @@ def _command(args: argparse.Namespace) -> int:
 def serve_settings(args: argparse.Namespace) -> Any:
     """``serve``'s model, profile and state dir, each from its flag, else its variable,
     else ``config.toml`` (set on ``args``; ``initializationOptions`` still win over them
+    in the daemon), and ``config.toml``'s MCP servers. A model or profile that ``run``
+    would refuse is a usage error here too, before any editor waits on it."""
+    from ._mcp_commands import McpUsageError
+    from ._mcp_files import McpFileError, read_toml_servers
+    from .client._config import config_path
+
+    settings = _settings(
+        model=args.model, profile=args.profile,
+        state_dir=str(args.state_dir) if args.state_dir else None,
+    )  # fmt: skip
+    model = settings["model"]
+    if model.value and not model.value.strip().startswith(("{", "@")):
+        args.model = bare_model(model.value.strip(), model.source)
+    else:
+        args.model = model.value
+    args.profile = _profile(settings["profile"])
+    args.state_dir = Path(str(settings["state_dir"].value)).expanduser()
+    try:
+        entries = read_toml_servers(config_path())
+    except (McpFileError, McpUsageError) as exc:
+        raise UsageError(str(exc)) from None
+    return tuple(entry.config for entry in entries if entry.enabled)
+
+
+def serve_settings(args: argparse.Namespace) -> Any:
+    """``serve``'s model, profile and state dir, each from its flag, else its variable,
+    else ``config.toml`` (set on ``args``; ``initializationOptions`` still win over them
     in the daemon), and ``config.toml``'s MCP servers. A bad file, a bad table or a bare
     model name nobody knows is a usage error here, before any editor waits on it."""
     from ._mcp_commands import McpUsageError
@@ -249,6 +276,13 @@ def _problems(settings: dict[str, Any]) -> list[str]:
             check(settings[key])
         except UsageError as exc:
             problems.append(str(exc))
+    from ._mcp_files import McpFileError, read_toml_servers
+    from .client._config import config_path
+
+    try:  # the [mcp_servers.NAME] tables, as run and serve would read them
+        read_toml_servers(config_path())
+    except McpFileError as exc:
+        problems.append(str(exc))
     return problems
 
 

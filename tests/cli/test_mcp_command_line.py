@@ -319,3 +319,10 @@ def test_approve_without_names_needs_a_terminal_and_revoke_forgets(tmp_path: Pat
     assert revoked.stdout == "revoked repo\n"
     listed = cli(tmp_path, "mcp", "list", "--json", "--state-dir", str(state), cwd=ws)
     assert json.loads(listed.stdout)[0]["status"].startswith("not approved")
+
+
+def test_config_reports_a_bad_table_as_run_would(tmp_path: Path) -> None:
+    path = config_file(tmp_path, '[mcp_servers.git]\ncommand = "uvx"\nargs = "mcp-server-git"\n')
+    out = cli(tmp_path, "config")
+    assert out.returncode == 2
+    assert f"cleveragents config: {path}: mcp_servers.git.args: must be a list" in out.stderr
