@@ -326,3 +326,15 @@ def test_config_reports_a_bad_table_as_run_would(tmp_path: Path) -> None:
     out = cli(tmp_path, "config")
     assert out.returncode == 2
     assert f"cleveragents config: {path}: mcp_servers.git.args: must be a list" in out.stderr
+
+
+def test_a_hostile_entry_cannot_write_escape_sequences_to_the_terminal(tmp_path: Path) -> None:
+    ws, state = workspace(tmp_path), tmp_path / "state"
+    hostile = {"command": "\x1b[2J\x1b]0;pwned\x07evil", "args": ["\x1b[31mred", "\r\n  ok"]}
+    (ws / ".mcp.json").write_text(json.dumps({"mcpServers": {"x": hostile}}))
+    listed = cli(tmp_path, "mcp", "list", "--state-dir", str(state), cwd=ws)
+    run = cli(tmp_path, "run", "-m", env_calls("x"), "--state-dir", str(state), "go", cwd=ws)
+    for text in (listed.stdout, listed.stderr, run.stderr):
+        assert "\x1b" not in text
+        assert "\x07" not in text
+    assert "evil" in listed.stdout
