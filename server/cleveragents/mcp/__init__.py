@@ -32,6 +32,9 @@ from ._hooks import (
     Elicitation,
     ElicitationAnswer,
     ElicitMode,
+    Sampling,
+    SamplingAnswer,
+    SamplingRefused,
 )
 from ._sdk import SDK_MISSING, mcp_available
 from ._server import RESTARTS_PER_MINUTE, McpServer, Scope, Status
@@ -53,6 +56,9 @@ __all__ = [
     "McpToolError",
     "OAuthConfig",
     "ProtocolVersion",
+    "Sampling",
+    "SamplingAnswer",
+    "SamplingRefused",
     "Scope",
     "Status",
     "TokenStore",

@@ -39,7 +39,14 @@ from cleveragents import __version__
 from cleveragents.tool import ToolCallContext
 
 from ._errors import ConnectionLost, McpServerFault, McpStartError, McpToolError
-from ._hooks import ElicitationAnswer, ElicitationRefused, answer_checker, read_elicitation
+from ._hooks import (
+    ElicitationAnswer,
+    ElicitationRefused,
+    SamplingRefused,
+    answer_checker,
+    read_elicitation,
+    read_sampling,
+)
 from ._link import ConnectionEvents, ConnectParams, Era, Progress, RawResult, WireTool
 from ._listing import (
     Refresh,
@@ -114,6 +121,7 @@ async def _serve(params: ConnectParams, events: ConnectionEvents, ends: Ends) ->
                 message_handler=message_handler(params.config.name, refresh),
                 client_info=CLIENT_INFO,
                 elicitation_callback=asks.elicit,
+                sampling_callback=asks.sample,
                 list_roots_callback=asks.list_roots,
                 logging_callback=asks.log,
             )
@@ -237,6 +245,27 @@ class _Asks:
             logger.warning("MCP server %s: elicitation answer refused: %s", self._name, exc)
             return types.ErrorData(code=types.INVALID_PARAMS, message=f"elicitation failed: {exc}")
         return types.ElicitResult(action=answer.action, content=answer.content)
+
+    async def sample(
+        self, context: ClientRequestContext, params: types.CreateMessageRequestParams
+    ) -> types.CreateMessageResult | types.ErrorData:
+        """A server's ``sampling/createMessage``: the hooks' model answers, or the server
+        is told why not (tools in the request, a profile that refused, no model)."""
+        raw = params.model_dump(by_alias=True, exclude_none=True, mode="json")
+        try:
+            request = read_sampling(self._name, raw)
+            answer = await self._hooks.sample(self.current(), request)
+        except SamplingRefused as exc:
+            return types.ErrorData(code=types.INVALID_REQUEST, message=f"sampling refused: {exc}")
+        except Exception:  # the model's failure is ours; the server gets a short error
+            logger.exception("MCP server %s: answering a sampling request failed", self._name)
+            return types.ErrorData(code=types.INTERNAL_ERROR, message="sampling failed")
+        return types.CreateMessageResult(
+            role="assistant",
+            content=types.TextContent(type="text", text=answer.text),
+            model=answer.model,
+            stop_reason=answer.stop_reason,
+        )
 
     async def list_roots(
         self, context: ClientRequestContext

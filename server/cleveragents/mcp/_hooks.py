@@ -63,6 +63,79 @@ class ElicitationRefused(Exception):
     """An answer that cannot go back to the server (its content misses the schema)."""
 
 
+@attrs.frozen
+class Sampling:
+    """A server's ``sampling/createMessage``: a conversation for a model to answer."""
+
+    server: str
+    messages: list[tuple[str, str]]
+    """``(role, text)`` pairs, ``user`` or ``assistant``; an image or audio block is a
+    placeholder in the text."""
+    system_prompt: str | None = None
+    max_tokens: int = 1000
+
+
+@attrs.frozen
+class SamplingAnswer:
+    text: str
+    model: str
+    stop_reason: str = "endTurn"
+
+
+class SamplingRefused(Exception):
+    """The sampling request is not answered; the message says why (to the server)."""
+
+
+MAX_SAMPLING_MESSAGES = 100
+MAX_SAMPLING_CHARS = 200_000
+"""Characters of all a sampling request's messages together."""
+
+
+def read_sampling(server: str, params: Mapping[str, Any]) -> Sampling:
+    """A ``sampling/createMessage`` request's params (as on the wire), checked;
+    ``SamplingRefused`` naming what cannot be done."""
+    if params.get("tools"):
+        raise SamplingRefused(
+            "tools in sampling requests are not supported: send the request without tools"
+        )
+    raw = params.get("messages")
+    if not isinstance(raw, list) or not raw:
+        raise SamplingRefused("messages: must be a non-empty list")
+    if len(raw) > MAX_SAMPLING_MESSAGES:
+        raise SamplingRefused(f"messages: at most {MAX_SAMPLING_MESSAGES}")
+    messages: list[tuple[str, str]] = []
+    total = 0
+    for index, message in enumerate(raw):
+        role = message.get("role") if isinstance(message, Mapping) else None
+        if role not in ("user", "assistant"):
+            raise SamplingRefused(f"messages[{index}].role: must be 'user' or 'assistant'")
+        content = message.get("content")
+        blocks = content if isinstance(content, list) else [content]
+        text = "\n".join(_sampled_text(block, index) for block in blocks)
+        total += len(text)
+        if total > MAX_SAMPLING_CHARS:
+            raise SamplingRefused(f"messages: more than {MAX_SAMPLING_CHARS} characters")
+        messages.append((role, text))
+    system = params.get("systemPrompt")
+    max_tokens = params.get("maxTokens")
+    return Sampling(
+        server, messages, system[:MAX_SAMPLING_CHARS] if isinstance(system, str) else None,
+        max_tokens if isinstance(max_tokens, int) and max_tokens > 0 else 1000,
+    )  # fmt: skip
+
+
+def _sampled_text(block: Any, index: int) -> str:
+    kind = block.get("type") if isinstance(block, Mapping) else None
+    if kind == "text" and isinstance(block.get("text"), str):
+        return str(block["text"])
+    if kind in ("image", "audio"):
+        media_type = block.get("mimeType")
+        return f"[{kind}: {media_type if isinstance(media_type, str) else '?'}]"[:100]
+    if kind in ("tool_use", "tool_result"):
+        raise SamplingRefused(f"messages[{index}]: tool use in sampling requests is not supported")
+    raise SamplingRefused(f"messages[{index}].content: a text, image or audio block")
+
+
 class ClientHooks:
     """What the owner of MCP servers answers for them; each default refuses or ignores.
 
@@ -81,6 +154,10 @@ class ClientHooks:
     async def elicit(self, call: ToolCallContext | None, request: Elicitation) -> ElicitationAnswer:
         """Ask the user; the default declines (nobody to ask)."""
         return DECLINE
+
+    async def sample(self, call: ToolCallContext | None, request: Sampling) -> SamplingAnswer:
+        """Answer with a model; raises ``SamplingRefused`` (the default: no model)."""
+        raise SamplingRefused("this client has no model to sample with")
 
 
 NO_HOOKS = ClientHooks()

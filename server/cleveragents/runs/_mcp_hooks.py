@@ -11,19 +11,44 @@ token (a shared server's tools are called from any run).
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING
 
 import attrs
 
-from ..mcp import ClientHooks, Elicitation, ElicitationAnswer
-from ..tool import ToolCallContext, ToolCallProgress
+from ..mcp import (
+    ClientHooks,
+    Elicitation,
+    ElicitationAnswer,
+    Sampling,
+    SamplingAnswer,
+    SamplingRefused,
+)
+from ..tool import (
+    LLMCaller,
+    LLMRequest,
+    Message,
+    PermissionQuery,
+    ToolActorContext,
+    ToolCallContext,
+    ToolCallProgress,
+    ToolPolicy,
+    ToolSpec,
+)
 
 if TYPE_CHECKING:
     from ._run import Run
     from ._service import RunService
 
-__all__ = ["Elicit", "Elicitation", "ElicitationAnswer", "McpClientSide", "ServiceHooks"]
+__all__ = [
+    "Elicit",
+    "Elicitation",
+    "ElicitationAnswer",
+    "McpClientSide",
+    "Sampler",
+    "ServiceHooks",
+]
 
 Elicit = Callable[[str | None, Elicitation], Awaitable[ElicitationAnswer]]
 """``elicit(run_id, request)``: ask the user (``run_id`` ``None`` outside a run)."""
@@ -77,3 +102,71 @@ class ServiceHooks(ClientHooks):
             return ElicitationAnswer("decline")
         run = self._run(call)
         return await elicit(run.run_id if run is not None else None, request)
+
+    async def sample(self, call: ToolCallContext | None, request: Sampling) -> SamplingAnswer:
+        """The run's model answers, once its profile allows ``mcp:SERVER/sampling`` (a
+        write: asked under ``supervised``, the prompt showing the messages)."""
+        run = self._run(call)
+        if run is None or call is None or run.sampler is None:
+            raise SamplingRefused("sampling is answered only during a run's tool call")
+        return await run.sampler.sample(call, request)
+
+
+@attrs.define
+class Sampler:
+    """One run's answer to its MCP servers' sampling requests: its policy decides, as
+    for a call of the virtual tool ``mcp:SERVER/sampling``, then its model answers."""
+
+    policy: ToolPolicy
+    model: LLMCaller
+    context: ToolActorContext
+    _specs: dict[str, ToolSpec] = attrs.field(factory=dict)
+
+    async def sample(self, call: ToolCallContext, request: Sampling) -> SamplingAnswer:
+        spec = self._spec(request.server)
+        shown: dict[str, object] = {
+            "messages": [{"role": role, "text": text} for role, text in request.messages],
+            "maxTokens": request.max_tokens,
+        }
+        if request.system_prompt is not None:
+            shown["systemPrompt"] = request.system_prompt
+        query = PermissionQuery(
+            spec, shown, f"{call.call_id}/sampling", call.iteration, self.context, shown
+        )
+        refusal = self.policy.authorize(query)
+        if inspect.isawaitable(refusal):
+            refusal = await refusal
+        if refusal is not None:
+            raise SamplingRefused(f"not allowed: {refusal}")
+        messages = [Message("system", request.system_prompt)] if request.system_prompt else []
+        for role, text in request.messages:
+            messages.append(Message("user" if role == "user" else "assistant", text))
+        llm = LLMRequest(
+            messages, [], call.iteration, self.context, call.cancel, _ignore, purpose="sampling"
+        )
+        answer = self.model(llm)
+        response = await answer if inspect.isawaitable(answer) else answer
+        model = getattr(self.model, "name", None)
+        return SamplingAnswer(
+            response.content, model if isinstance(model, str) else "cleveragents",
+            "maxTokens" if response.stop_reason in ("length", "max_tokens") else "endTurn",
+        )  # fmt: skip
+
+    def _spec(self, server: str) -> ToolSpec:
+        spec = self._specs.get(server)
+        if spec is None:
+            spec = ToolSpec(
+                f"mcp:{server}/sampling",
+                f"MCP server {server} asks the run's model to answer these messages",
+                {"type": "object"}, _never_called, kind="write",
+            )  # fmt: skip
+            self._specs[server] = spec
+        return spec
+
+
+def _ignore(text: str) -> None:
+    return None
+
+
+def _never_called(inputs: dict[str, object]) -> object:
+    raise AssertionError("the sampling permission's spec is never called")

@@ -31,6 +31,7 @@ from ..tool import (
 from ..transcripts import RunRecorder
 from ..workspace import PinnedRoot
 from ._mcp import McpServers
+from ._mcp_hooks import Sampler
 
 if TYPE_CHECKING:
     from ._checkpoints import RunCheckpoints
@@ -77,6 +78,8 @@ class Run(EventSink):
         self.finished = False
         self.task: asyncio.Task[RunResult] | None = None
         self.mcp: McpServers | None = None
+        self.sampler: Sampler | None = None
+        """The run's profile and model, which its MCP servers' sampling requests use."""
         """The run's own MCP servers, stopped when it ends."""
         self.result_text: str | None = None
         self.buffer: collections.deque[RunEvent] | None = (

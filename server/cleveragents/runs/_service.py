@@ -23,6 +23,7 @@ from ..llm import get_provider
 from ..llm.spec import ModelSpec, create_caller
 from ..mcp import McpServer, McpServerConfig, TokenStore
 from ..tool import (
+    AllowAll,
     CleverAgentsError,
     JsonRpcCode,
     LLMCaller,
@@ -41,7 +42,7 @@ from ._checkpoints import CheckpointOps, CheckpointStores
 from ._collector import POLICY as COLLECTOR
 from ._errors import StateDirError
 from ._mcp import McpServers, server_env
-from ._mcp_hooks import McpClientSide, ServiceHooks
+from ._mcp_hooks import McpClientSide, Sampler, ServiceHooks
 from ._prepare import Prepared, prepare
 from ._request import RunRequest
 from ._run import TRANSCRIPT_FAILED, Run, RunHandle, RunObserver
@@ -240,6 +241,10 @@ class RunService(CheckpointOps):
         """Drive one run to its end; always records ``RunFinished`` and releases it."""
         run = prepared.run
         run.started = time.perf_counter()
+        runtime = prepared.runtime
+        run.sampler = Sampler(
+            runtime.runner.policy or AllowAll(), runtime.llm_caller, prepared.context
+        )
         try:
             await self._mcp_ready(run, prepared.mcp_servers)
             run.on_event(RunStarted(run.sandbox_root, prepared.limit, run.registry.names()))

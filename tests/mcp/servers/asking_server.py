@@ -12,7 +12,9 @@ Run as ``python asking_server.py [--http PORT]``. Tools:
   answers the roots as ``roots`` does;
 - ``progress``: ``count`` progress notifications as fast as it can (total = count, a
   message on each), then ``done``;
-- ``log``: ``count`` log messages of ``size`` characters, then ``logged``.
+- ``log``: ``count`` log messages of ``size`` characters, then ``logged``;
+- ``sample``: asks the client's model (``sampling/createMessage``) to answer ``text``
+  (with ``tools: true``, offering it a tool); answers the model's text, or ``error:...``.
 """
 
 from __future__ import annotations
@@ -100,6 +102,27 @@ async def log(count: int, size: int, ctx: Context) -> str:
     for index in range(count):
         await ctx.info(f"line {index} " + "x" * size)
     return "logged"
+
+
+@mcp.tool(structured_output=False)
+async def sample(text: str, ctx: Context, tools: bool = False) -> str:
+    """Ask the client's model to answer ``text``."""
+    offered = [types.Tool(name="lookup", input_schema={"type": "object"})] if tools else None
+    try:
+        result = await ctx.session.create_message(
+            messages=[
+                types.SamplingMessage(
+                    role="user", content=types.TextContent(type="text", text=text)
+                )
+            ],
+            max_tokens=50,
+            system_prompt="Answer briefly.",
+            tools=offered,
+        )
+    except MCPError as exc:
+        return f"error:{exc}"
+    content = result.content
+    return content.text if isinstance(content, types.TextContent) else str(content)
 
 
 async def on_roots_changed(ctx: object, params: object) -> None:
