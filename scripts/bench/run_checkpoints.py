@@ -26,6 +26,7 @@ import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Awaitable
 from pathlib import Path
 from typing import Any
 
@@ -36,7 +37,7 @@ from _smoke import SMOKE, sized, verdict
 from cleveragents.llm import parse_model_spec
 from cleveragents.llm.spec import create_caller
 from cleveragents.runs import RunRequest, RunService, RunSettings
-from cleveragents.tool import LLMRequest, LLMResponse
+from cleveragents.tool import LLMCaller, LLMRequest, LLMResponse
 from cleveragents.workspace import builtin_tools
 
 GOAL = 1.10
@@ -70,13 +71,13 @@ def script(files: int, tag: str) -> list[dict[str, Any]]:
 class Slow:
     """The scripted model behind a fixed latency per call (a hosted model's time)."""
 
-    def __init__(self, inner: Any, latency_s: float) -> None:
+    def __init__(self, inner: LLMCaller, latency_s: float) -> None:
         self.inner = inner
         self.latency_s = latency_s
 
     async def __call__(self, request: LLMRequest, /) -> LLMResponse:
         await asyncio.sleep(self.latency_s)
-        response = self.inner(request)
+        response: LLMResponse | Awaitable[LLMResponse] = self.inner(request)
         return await response if inspect.isawaitable(response) else response
 
 
@@ -129,7 +130,7 @@ async def measure(files: int, rounds: int, latency_s: float) -> dict[str, Any]:
 
 
 def report(name: str, figures: dict[str, Any]) -> bool:
-    ratio = figures["with"] / figures["without"]
+    ratio = float(figures["with"]) / float(figures["without"])
     ok = ratio <= GOAL
     per = (figures["with"] - figures["without"]) / max(1, figures["taken"]) * 1000
     print(

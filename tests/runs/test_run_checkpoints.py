@@ -10,6 +10,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from cleveragents.checkpoints import (
     CheckpointError,
@@ -21,13 +23,14 @@ from cleveragents.runs import ForkFrom, RunRequest, RunService, RunSettings
 from cleveragents.runs._checkpoints import CHECKPOINT_NOTE
 from cleveragents.tool import (
     Checkpointed,
+    CleverAgentsError,
     RunEvent,
     ToolAnnotations,
     ToolCallFinished,
     ToolSpec,
 )
 from cleveragents.transcripts import RunNotFoundError, RunStateError
-from cleveragents.workspace import builtin_tools
+from cleveragents.workspace import SandboxViolationError, builtin_tools
 from kit.models import call, scripted, shell
 
 
@@ -316,3 +319,54 @@ async def test_pruning_after_a_run_removes_old_checkpoints_but_never_a_live_run_
     await live.result()
     assert [f.path for f in (await service.diff("live")).files] == ["live.txt"]
     await service.aclose()
+
+
+async def test_a_face_serving_other_folders_can_neither_see_nor_revert_a_run(
+    tmp_path: Path,
+) -> None:
+    service = service_for(tmp_path)
+    await run(service, "r1", {"content": "", "toolCalls": [write("a.txt", "a")]},
+              {"content": "done"})  # fmt: skip
+    elsewhere = [str(tmp_path / "other")]
+    with pytest.raises(SandboxViolationError):
+        await service.diff("r1", roots=elsewhere)
+    with pytest.raises(SandboxViolationError):
+        await service.revert("r1", roots=elsewhere)
+    assert (tmp_path / "ws" / "a.txt").read_text() == "a"
+    assert [f.path for f in (await service.diff("r1", roots=[str(tmp_path)])).files] == ["a.txt"]
+    await service.aclose()
+
+
+async def _codes(tmp_path: Path, run_id: str, checkpoint_id: str, iteration: int) -> list[int]:
+    """The code of each refusal of these calls (a call that succeeds adds none)."""
+    service = service_for(tmp_path)
+    calls = (
+        lambda: service.diff(run_id), lambda: service.diff("r0", iteration=iteration),
+        lambda: service.revert(run_id), lambda: service.revert("r0", to_iteration=iteration),
+        lambda: service.restore_checkpoint(checkpoint_id, root=tmp_path / "ws"),
+        lambda: service.checkpoint_root(checkpoint_id, [str(tmp_path / "ws")]),
+    )  # fmt: skip
+    codes = []
+    for make in calls:
+        try:
+            await make()
+        except CleverAgentsError as exc:  # anything else fails the test
+            codes.append(exc.code)
+    await service.aclose()
+    return codes
+
+
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    run_id=st.text(max_size=40),
+    checkpoint_id=st.text(max_size=40),
+    iteration=st.integers(min_value=-(2**70), max_value=2**70),
+)
+def test_any_run_id_checkpoint_id_or_iteration_is_refused_with_a_coded_error(
+    tmp_path: Path, run_id: str, checkpoint_id: str, iteration: int
+) -> None:
+    codes = asyncio.run(_codes(tmp_path, run_id, checkpoint_id, iteration))
+    assert len(codes) == 6  # no run, no checkpoint: each call is refused
+    assert all(code < -32000 or code == -32602 for code in codes), codes

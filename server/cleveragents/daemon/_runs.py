@@ -191,12 +191,13 @@ class DaemonRuns:
     # -- checkpoints ---------------------------------------------------------------------
 
     async def diff(self, params: wire.RunDiffParams) -> wire.RunDiffResult:
-        return diff_wire(await self.service.diff(params.run_id, params.iteration))
+        result = await self.service.diff(params.run_id, params.iteration, roots=self.roots())
+        return diff_wire(result)
 
     async def revert(self, params: wire.RunRevertParams) -> wire.RestoreResultWire:
         result = await self.service.revert(
             params.run_id, to_iteration=params.to_iteration,
-            dry_run=params.dry_run is True, force=params.force is True,
+            dry_run=params.dry_run is True, force=params.force is True, roots=self.roots(),
         )  # fmt: skip
         return restore_wire(result)
 

@@ -43,6 +43,7 @@ from ..checkpoints import (
 )
 from ..tool import Checkpointed, PermissionQuery, ToolSpec
 from ..transcripts import RunStateError, TranscriptStore
+from ..workspace import SandboxViolationError
 
 logger = logging.getLogger(__name__)
 
@@ -315,10 +316,25 @@ class CheckpointOps:
                 return (root if isinstance(root, str) else None), self.store.is_live(run_id)
         return None, self.store.is_live(run_id)
 
-    async def diff(self, run_id: str, iteration: int | None = None) -> DiffResult:
+    def _allowed(self, run_id: str, root: str, roots: Collection[str] | None) -> None:
+        """A face serving only some folders (the daemon's workspace folders) gives them
+        as ``roots``: a run that worked elsewhere (another daemon's, on the same state
+        dir) is neither shown nor reverted through it."""
+        if roots is None:
+            return
+        real = os.path.realpath(root)
+        if not any(_within(real, os.path.realpath(r)) for r in roots):
+            raise SandboxViolationError(
+                f"run {run_id!r} worked in {root}, outside this daemon's workspace folders"
+            )
+
+    async def diff(
+        self, run_id: str, iteration: int | None = None, *, roots: Collection[str] | None = None
+    ) -> DiffResult:
         """What run ``run_id`` changed in its workspace's files: the whole run (a live
         run: so far), or iteration ``iteration`` alone. Empty for a run that took no
-        checkpoint. ``RunNotFoundError`` for an unknown run."""
+        checkpoint. ``RunNotFoundError`` for an unknown run; ``SandboxViolationError``
+        for a run outside ``roots``, when given."""
         from ._prepare import RunRequestError  # _prepare stands on this module
 
         if iteration is not None and iteration < 1:
@@ -328,6 +344,7 @@ class CheckpointOps:
             root, live = self._run_root(run_id)
             if root is None:
                 return DiffResult((), "")
+            self._allowed(run_id, root, roots)
             store = self.checkpoint_stores.open(root)
             return run_diff(store, run_id, iteration, live=live)
 
@@ -340,12 +357,14 @@ class CheckpointOps:
         to_iteration: int | None = None,
         dry_run: bool = False,
         force: bool = False,
+        roots: Collection[str] | None = None,
     ) -> RestoreResult:
         """Put the files run ``run_id`` changed back as they were before it (or after its
         iteration ``to_iteration``). A file changed by someone else after the run's last
         checkpoint is a conflict: nothing is changed unless ``force``. A checkpoint is
         taken first (``restore_checkpoint_id``), so the revert can be undone.
-        ``RunStateError`` for a live run, ``RunNotFoundError`` for an unknown one."""
+        ``RunStateError`` for a live run, ``RunNotFoundError`` for an unknown one,
+        ``SandboxViolationError`` for one outside ``roots``, when given."""
         from ._prepare import RunRequestError  # _prepare stands on this module
 
         if to_iteration is not None and to_iteration < 0:
@@ -359,6 +378,7 @@ class CheckpointOps:
                 )
             if root is None:
                 return empty_restore(dry_run=dry_run)
+            self._allowed(run_id, root, roots)
             self._refuse_live_in(root)
             store = self.checkpoint_stores.open(root)
             return run_revert(store, run_id, to_iteration, dry_run=dry_run, force=force)
