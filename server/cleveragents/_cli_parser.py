@@ -390,6 +390,11 @@ def _add_serve(sub: Any) -> None:
         help="stderr log level: DEBUG, INFO, WARNING (default), ERROR or CRITICAL",
     )  # fmt: skip
     serve.add_argument(
+        "--no-instructions", dest="instructions", action="store_false",
+        help="runs get no default system prompt (cleveragents' own nor the workspace's "
+        "AGENTS.md); over LSP, run/start's instructions: true still asks for it",
+    )  # fmt: skip
+    serve.add_argument(
         "--protocol", choices=("lsp", "acp"), default="lsp",
         help="lsp: our protocol, LSP-framed (default); acp: the Agent Client Protocol",
     )  # fmt: skip

@@ -118,11 +118,13 @@ def _command(args: argparse.Namespace) -> int:
                 return EXIT_USAGE
             from . import acp
 
-            acp_code: int = acp.serve(args.state_dir, args.model, args.profile, servers)
+            acp_code: int = acp.serve(
+                args.state_dir, args.model, args.profile, servers, instructions=args.instructions
+            )
             return acp_code
         code: int = serve(
             args.state_dir, args.tcp, args.model, args.profile, token_file=args.token_file,
-            mcp_servers=servers,
+            mcp_servers=servers, instructions=args.instructions,
         )  # fmt: skip
         return code
     if (
@@ -170,33 +172,6 @@ def _command(args: argparse.Namespace) -> int:
 
 
 # -- settings ----------------------------------------------------------------------------
-
-
-def serve_settings(args: argparse.Namespace) -> Any:
-    """``serve``'s model, profile and state dir, each from its flag, else its variable,
-    else ``config.toml`` (set on ``args``; ``initializationOptions`` still win over them
-    in the daemon), and ``config.toml``'s MCP servers. A model or profile that ``run``
-    would refuse is a usage error here too, before any editor waits on it."""
-    from ._mcp_commands import McpUsageError
-    from ._mcp_files import McpFileError, read_toml_servers
-    from .client._config import config_path
-
-    settings = _settings(
-        model=args.model, profile=args.profile,
-        state_dir=str(args.state_dir) if args.state_dir else None,
-    )  # fmt: skip
-    model = settings["model"]
-    if model.value and not model.value.strip().startswith(("{", "@")):
-        args.model = bare_model(model.value.strip(), model.source)
-    else:
-        args.model = model.value
-    args.profile = _profile(settings["profile"])
-    args.state_dir = Path(str(settings["state_dir"].value)).expanduser()
-    try:
-        entries = read_toml_servers(config_path())
-    except (McpFileError, McpUsageError) as exc:
-        raise UsageError(str(exc)) from None
-    return tuple(entry.config for entry in entries if entry.enabled)
 
 
 def serve_settings(args: argparse.Namespace) -> Any:
@@ -276,13 +251,6 @@ def _problems(settings: dict[str, Any]) -> list[str]:
             check(settings[key])
         except UsageError as exc:
             problems.append(str(exc))
-    from ._mcp_files import McpFileError, read_toml_servers
-    from .client._config import config_path
-
-    try:  # the [mcp_servers.NAME] tables, as run and serve would read them
-        read_toml_servers(config_path())
-    except McpFileError as exc:
-        problems.append(str(exc))
     return problems
 
 

@@ -87,10 +87,10 @@ async def test_the_provider_is_sent_the_instructions_agents_md_and_the_system_pr
     assert used["path"] == f"{ws}/AGENTS.md"
 
 
-async def test_instructions_false_per_run_or_for_the_daemon_sends_the_system_prompt_alone(
+async def test_instructions_off_per_run_for_the_daemon_or_by_serve_sends_the_system_prompt_alone(
     server: LoopbackServer, ws: Path, tmp_path: Path
 ) -> None:
-    server.queue(text("a"), text("b"), text("c"), text("d"))
+    server.queue(text("a"), text("b"), text("c"), text("d"), text("e"), text("f"))
     env = {"CA_TEST_KEY": KEY}
     daemon = await RawDaemon.start(ws, tmp_path / "state", env=env)
     try:
@@ -104,6 +104,12 @@ async def test_instructions_false_per_run_or_for_the_daemon_sends_the_system_pro
         await run(off, 3, model=model(server), instructions=True)
     finally:
         await off.kill()
+    flag = await RawDaemon.start(ws, tmp_path / "state", "--no-instructions", env=env)
+    try:
+        await run(flag, 2, model=model(server))
+        await run(flag, 3, model=model(server), instructions=True)
+    finally:
+        await flag.kill()
     sent = [request.body["messages"] for request in server.requests]
     assert sent[0] == [{"role": "system", "content": "Only this."},
                        {"role": "user", "content": "go"}]  # fmt: skip
@@ -111,6 +117,8 @@ async def test_instructions_false_per_run_or_for_the_daemon_sends_the_system_pro
     assert sent[2] == [{"role": "user", "content": "go"}]
     assert sent[3][0]["role"] == "system"
     assert "make check" in sent[3][0]["content"]
+    assert sent[4] == [{"role": "user", "content": "go"}]  # serve --no-instructions
+    assert "make check" in sent[5][0]["content"]  # ... and a run asking for them
 
 
 async def test_initialize_refuses_instructions_of_the_wrong_type(ws: Path, tmp_path: Path) -> None:

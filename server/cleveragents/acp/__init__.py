@@ -37,6 +37,8 @@ def create_agent(
     model: object = None,
     automation_profile: str | None = None,
     mcp_servers: Sequence[McpServerConfig] = (),
+    *,
+    instructions: bool = True,
 ) -> AcpAgent:
     """The agent and its run service; ``mcp_servers`` start with the service (so call it
     on a running loop when there are any) and serve every session, beside each
@@ -52,6 +54,7 @@ def create_agent(
     settings = RunSettings(
         state_dir=state_dir or default_state_dir(), model=model,
         automation_profile=automation_profile, mcp_servers=tuple(mcp_servers),
+        instructions=instructions,
     )  # fmt: skip
     return AcpAgent(settings, builtin_tools(shell=ShellTool()))
 
@@ -61,12 +64,14 @@ def serve(
     model: object = None,
     automation_profile: str | None = None,
     mcp_servers: Sequence[McpServerConfig] = (),
+    *,
+    instructions: bool = True,
 ) -> int:
     """Serve ACP on stdio until the client leaves; returns the process exit code."""
     from ..rpc import prepare_process
     from ._transport import serve_stdio
 
-    agent = create_agent(state_dir, model, automation_profile)
+    agent = create_agent(state_dir, model, automation_profile, instructions=instructions)
     prepare_process()  # the collector policy included, as for the LSP daemon
 
     async def serving() -> int:

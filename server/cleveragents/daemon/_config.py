@@ -25,3 +25,6 @@ class DaemonConfig:
     entry of the same name replaces one."""
     checkpoints: bool = True
     """``False`` (``serve --no-checkpoints``): no run takes checkpoints."""
+    instructions: bool = True
+    """``False`` (``serve --no-instructions``): runs get no default system prompt, unless
+    ``initializationOptions`` or ``run/start`` ask for it."""

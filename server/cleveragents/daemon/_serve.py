@@ -49,6 +49,7 @@ def serve(
     token_file: Path | None = None,
     mcp_servers: Sequence[McpServerConfig] = (),
     checkpoints: bool = True,
+    instructions: bool = True,
 ) -> int:
     """Run the daemon until its client leaves; returns the process exit code (0 after
     shutdown, 1 on exit without it, 2 for a ``--tcp`` token that cannot be used,
@@ -56,6 +57,8 @@ def serve(
     server = create_server(state_dir, model, automation_profile, checkpoints=checkpoints)
     if mcp_servers:  # config.toml's, read by the command line
         server.config = attrs.evolve(server.config, mcp_servers=tuple(mcp_servers))
+    if not instructions:  # serve --no-instructions
+        server.config = attrs.evolve(server.config, instructions=False)
     prepare_process()
     try:
         if tcp is not None:

@@ -237,7 +237,9 @@ class CleverAgentsServer:
             ),
             shell_env=tuple(options.shell_env or ()),
             checkpoints=options.checkpoints is not False and config.checkpoints,
-            instructions=options.instructions is not False,
+            instructions=(
+                options.instructions if options.instructions is not None else config.instructions
+            ),
             # config.toml's servers, each replaced by the client's entry of its name
             mcp_servers=tuple({c.name: c for c in (*config.mcp_servers, *mcp_servers)}.values()),
         )
