@@ -381,8 +381,10 @@ class LoopbackCallback:
         self.port = int(listener.extra(anyio.abc.SocketAttribute.local_port))
 
         async def serve() -> None:
-            with contextlib.suppress(anyio.ClosedResourceError):  # the connection ended
+            try:
                 await listener.serve(self._serve)
+            except* anyio.ClosedResourceError:  # the connection ended first
+                pass
 
         tasks.start_soon(serve)
 
