@@ -47,6 +47,8 @@ import {
   type ListedTool,
   type LlmGenerateParams,
   type LlmGenerateResult,
+  type McpElicitParams,
+  type McpElicitResult,
   type McpServerEntry,
   type McpServerStatus,
   type CheckpointNotification,
@@ -92,6 +94,13 @@ export type PermissionHandler = (
   signal: AbortSignal,
 ) => PermissionOutcome | Promise<PermissionOutcome>;
 
+/** Answers `mcp/elicit`: an MCP server asks the user (a form, or a URL to open). The
+ * daemon checks an accepted form's `content` against the server's `requestedSchema`. */
+export type ElicitationHandler = (
+  request: McpElicitParams,
+  signal: AbortSignal,
+) => McpElicitResult | Promise<McpElicitResult>;
+
 /** Answers `llm/generate` when a run's model is `client` (the editor lends its model). */
 export type LlmHandler = (
   params: LlmGenerateParams,
@@ -121,6 +130,9 @@ export interface SpawnOptions {
   onPermission?: PermissionHandler;
   /** Answers `llm/generate` and declares the `llm` capability (the `client` model). */
   llm?: LlmHandler;
+  /** Answers MCP servers' questions (`mcp/elicit`) and declares the `elicitation`
+   * capability; without it the daemon declines every elicitation for this client. */
+  onElicitation?: ElicitationHandler;
   /** Extra environment for the daemon, on top of `process.env`. */
   env?: Record<string, string>;
   cwd?: string;
@@ -160,6 +172,8 @@ export class CleverAgentsClient implements Disposable {
   permissionHandler: PermissionHandler | undefined;
   /** Answers `llm/generate`. */
   llmHandler: LlmHandler | undefined;
+  /** Answers `mcp/elicit`; `cancel` when unset. */
+  elicitationHandler: ElicitationHandler | undefined;
 
   private readonly tools = new Map<string, ToolHandler>();
   private readonly events = new ClientEvents();
@@ -245,6 +259,10 @@ export class CleverAgentsClient implements Disposable {
         this.onPermission(params, token),
     );
     connection.onRequest(
+      Methods.MCP_ELICIT,
+      (params: McpElicitParams, token: CancellationToken) => this.onElicit(params, token),
+    );
+    connection.onRequest(
       Methods.LLM_GENERATE,
       (params: LlmGenerateParams, token: CancellationToken) => this.onLlmGenerate(params, token),
     );
@@ -275,6 +293,7 @@ export class CleverAgentsClient implements Disposable {
     child.stderr?.on("data", (chunk: Buffer) => client.onStderr(chunk, options.stderr));
     client.permissionHandler = options.onPermission;
     client.llmHandler = options.llm;
+    client.elicitationHandler = options.onElicitation;
 
     const initializationOptions: Record<string, unknown> = {};
     if (options.model !== undefined) initializationOptions.model = options.model;
@@ -285,6 +304,7 @@ export class CleverAgentsClient implements Disposable {
       permissions: options.permissions ?? options.onPermission !== undefined,
     };
     if (options.llm !== undefined) ours.llm = true;
+    if (options.onElicitation !== undefined) ours.elicitation = true;
 
     const ms = options.initializeTimeoutMs ?? 30_000;
     let timer: NodeJS.Timeout | undefined;
@@ -422,6 +442,23 @@ export class CleverAgentsClient implements Disposable {
       return { outcome: await handler(params, signal) };
     } catch {
       return { outcome: "reject_once" }; // never run a tool on a failed answer
+    } finally {
+      dispose();
+    }
+  }
+
+  private async onElicit(
+    params: McpElicitParams,
+    token: CancellationToken,
+  ): Promise<McpElicitResult | ResponseError> {
+    const handler = this.elicitationHandler;
+    if (handler === undefined) return { action: "cancel" };
+    if (token.isCancellationRequested) return cancelledError();
+    const { signal, dispose } = abortSignalOf(token);
+    try {
+      return await handler(params, signal);
+    } catch {
+      return { action: "cancel" }; // never answer for the user on a failed handler
     } finally {
       dispose();
     }

@@ -26,6 +26,7 @@ export {
   CleverAgentsClient,
   defaultCommand,
   type LlmHandler,
+  type ElicitationHandler,
   type PermissionHandler,
   type RunOptions,
   type SpawnOptions,

@@ -15,6 +15,7 @@ import {
   DaemonExitedError,
   type DaemonExit,
   ErrorCodes,
+  type McpElicitParams,
   Methods,
   type PermissionRequestParams,
   type ProgressEvent,
@@ -582,5 +583,28 @@ test("MCP servers: addMcpServers mounts one, mcpServers says when it is ready, a
       assert.deepEqual(await client.removeMcpServers(["calc"]), ["calc"]);
       assert.deepEqual(await client.mcpServers(), []);
       assert.ok(!(await client.listTools()).some((tool) => tool.name.startsWith("mcp:")));
+    });
+  });
+
+test("MCP elicitation: onElicitation answers an MCP server's question with the run it is about",
+  { timeout: TEST_TIMEOUT_MS }, async () => {
+    const server = resolve(PACKAGE_DIR, "..", "..", "tests", "mcp", "servers", "asking_server.py");
+    const model = script({ toolCalls: [call("mcp:ask/ask_name")] }, { content: "done" });
+    const asked: McpElicitParams[] = [];
+    const onElicitation = async (request: McpElicitParams) => {
+      asked.push(request);
+      return { action: "accept" as const, content: { name: "Ada", age: 36 } };
+    };
+    await withDaemon({ model, automationProfile: "trusted", onElicitation }, async ({ client }) => {
+      await client.addMcpServers([{ name: "ask", command: PYTHON, args: [server] }]);
+      const result = await within(client.run("ask me", { runId: "e1" }), "run");
+      assert.equal(result.status, "completed");
+      assert.deepEqual(result.toolCallHistory.map((r) => r.output), ["accept:Ada:36"]);
+      const [request] = asked;
+      assert.ok(request !== undefined);
+      assert.equal(request.server, "ask");
+      assert.equal(request.runId, "e1");
+      assert.equal(request.mode, "form");
+      assert.equal(request.message, "What is your name?");
     });
   });
