@@ -251,6 +251,13 @@ def _problems(settings: dict[str, Any]) -> list[str]:
             check(settings[key])
         except UsageError as exc:
             problems.append(str(exc))
+    from ._mcp_files import McpFileError, read_toml_servers
+    from .client._config import config_path
+
+    try:  # the [mcp_servers.NAME] tables, as run and serve would read them
+        read_toml_servers(config_path())
+    except McpFileError as exc:
+        problems.append(str(exc))
     return problems
 
 
