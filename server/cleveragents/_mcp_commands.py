@@ -19,6 +19,7 @@ import contextlib
 import json
 import os
 import re
+import secrets
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -406,7 +407,7 @@ def _without(path: Path, text: str, name: str) -> str:
 def _replace(path: Path, text: str) -> None:
     """Replace the file atomically; a new one is 0600 (it may hold tokens)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    temp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    temp = path.with_name(f".{path.name}.{secrets.token_hex(8)}.tmp")
     mode = 0o600
     with contextlib.suppress(OSError):
         mode = path.stat().st_mode & 0o777
