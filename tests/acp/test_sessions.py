@@ -106,7 +106,18 @@ async def test_list_load_and_resume_work_after_a_daemon_restart(
     await third.request(
         "session/resume", {"sessionId": session, "cwd": str(workspace), "mcpServers": []}
     )
-    assert [line for line in third.lines[count:] if line.get("method")] == []
+    # No replay: only the slash commands are announced again (after the answer), to the
+    # new client.
+    await third.wait_for(
+        lambda m: (
+            m.get("method") == "session/update"
+            and m["params"]["update"]["sessionUpdate"] == "available_commands_update"
+        )
+    )
+    after = [line for line in third.lines[count:] if line.get("method")]
+    assert [line["params"]["update"]["sessionUpdate"] for line in after] == [
+        "available_commands_update"
+    ]
     assert await third.request("session/close", {"sessionId": session}) == {}
     gone = await third.raw_request("session/prompt", {"sessionId": session, "prompt": []})
     assert gone["error"]["code"] == RESOURCE_NOT_FOUND
