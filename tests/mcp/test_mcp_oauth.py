@@ -11,7 +11,6 @@ import asyncio
 import contextlib
 import json
 import stat
-import sys
 import urllib.error
 import urllib.request
 from collections.abc import AsyncIterator, Callable
@@ -25,46 +24,8 @@ from cleveragents.mcp import McpServer, McpServerConfig, McpToolError, OAuthConf
 from cleveragents.mcp._oauth import LoopbackCallback
 from cleveragents.tool import ToolRegistry
 from kit.mcp import base_env
-from kit.paths import MCP_SERVERS
+from kit.oauth import PRE_SECRET, auth_server, browse
 from kit.wait import WAIT_S, wait_for
-
-OAUTH_SERVER = MCP_SERVERS / "oauth_server.py"
-PRE_SECRET = "pre-registered-client-secret-0123456789"
-
-
-class AuthServer:
-    def __init__(self, process: asyncio.subprocess.Process, url: str) -> None:
-        self.process = process
-        self.url = url
-        self.base = url.removesuffix("/mcp")
-
-    def get(self, path: str) -> Any:
-        with urllib.request.urlopen(self.base + path, timeout=10) as answer:
-            return json.loads(answer.read())
-
-
-@contextlib.asynccontextmanager
-async def auth_server(*args: str) -> AsyncIterator[AuthServer]:
-    process = await asyncio.create_subprocess_exec(
-        sys.executable, str(OAUTH_SERVER), *args,
-        stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.STDOUT, env=base_env(),
-    )  # fmt: skip
-    assert process.stdout is not None
-    try:
-        async with asyncio.timeout(WAIT_S):
-            while not (line := await process.stdout.readline()).startswith(b"listening on "):
-                assert line, "the OAuth test server exited before listening"
-        yield AuthServer(process, line.split()[-1].decode())
-    finally:
-        process.terminate()
-        await process.wait()
-
-
-def browse(url: str) -> None:
-    """A browser: GET the sign-in page and follow its redirects to the callback."""
-    with urllib.request.urlopen(url, timeout=10) as page:
-        page.read()
 
 
 class Browser:
