@@ -15,7 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..runs import Elicitation, ElicitationAnswer
-from ._terminal import printable
+from ._terminal import json_text, printable
 
 MAX_FIELDS = 20
 MAX_SHOWN = 300
@@ -95,18 +95,20 @@ async def _field(
     name: str, field: dict[str, Any], required: bool, write: Callable[[str], None], read: ReadLine
 ) -> Any:
     kind = _kind(field)
-    choices = field.get("enum")
+    multi = kind == "array"
+    choices = _choices(field.get("items") if multi else field)
     hint = field.get("description") or field.get("title")
     label = _shown(name, 64) + (f" ({_shown(str(hint), MAX_SHOWN)})" if hint else "")
-    if isinstance(choices, list) and choices:
-        label += " [" + " | ".join(_shown(str(c), 60) for c in choices[:20]) + "]"
+    if choices:
+        shown = " | ".join(_shown(_choice_label(v, t), 60) for v, t in choices[:20])
+        label += f" [{shown}]" + (", several separated by commas" if multi else "")
     elif kind == "boolean":
         label += " [y/n]"
     elif kind in ("integer", "number"):
         label += f" ({kind})"
     default = field.get("default")
     if default is not None:
-        label += f" default {_shown(str(default), 60)}"
+        label += f" default {_shown(json_text(default), 60)}"
     if not required:
         label += ", optional"
     while True:
@@ -121,10 +123,54 @@ async def _field(
             if not required:
                 return _SKIP
             continue
-        value = _typed(text, kind, choices)
+        if multi:
+            picked = [_pick(part.strip(), choices) for part in text.split(",") if part.strip()]
+            value: Any = _SKIP if not picked or _SKIP in picked else picked
+        elif choices:
+            value = _pick(text, choices)
+        else:
+            value = _typed(text, kind)
         if value is not _SKIP:
             return value
         write("    not a valid answer here; try again\n")
+
+
+def _choices(field: Any) -> list[tuple[Any, str | None]]:
+    """A field's choices as ``(value, title)``: ``enum`` (with the legacy
+    ``enumNames``), or ``oneOf``/``anyOf`` of ``{const, title}``."""
+    if not isinstance(field, dict):
+        return []
+    enum = field.get("enum")
+    if isinstance(enum, list) and enum:
+        names = field.get("enumNames")
+        names = names if isinstance(names, list) and len(names) == len(enum) else [None] * len(enum)
+        return [(v, str(n) if n is not None else None) for v, n in zip(enum, names, strict=True)]
+    for key in ("oneOf", "anyOf"):
+        options = field.get(key)
+        if isinstance(options, list):
+            found = [
+                (o["const"], str(o["title"]) if "title" in o else None)
+                for o in options
+                if isinstance(o, dict) and "const" in o
+            ]
+            if found:
+                return found
+    return []
+
+
+def _choice_label(value: Any, title: str | None) -> str:
+    return f"{value} ({title})" if title and title != str(value) else str(value)
+
+
+def _pick(text: str, choices: list[tuple[Any, str | None]]) -> Any:
+    """The choice whose value, or else whose title, is ``text``."""
+    for value, _title in choices:
+        if str(value) == text:
+            return value
+    for value, title in choices:
+        if title is not None and title == text:
+            return value
+    return _SKIP
 
 
 def _kind(field: dict[str, Any]) -> Any:
@@ -141,9 +187,7 @@ def _kind(field: dict[str, Any]) -> Any:
     return kind
 
 
-def _typed(text: str, kind: Any, choices: Any) -> Any:
-    if isinstance(choices, list) and choices:
-        return next((c for c in choices if str(c) == text), _SKIP)
+def _typed(text: str, kind: Any) -> Any:
     if kind == "boolean":
         return {"y": True, "yes": True, "true": True, "n": False, "no": False, "false": False}.get(
             text.lower(), _SKIP
