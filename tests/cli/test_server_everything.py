@@ -93,6 +93,7 @@ def test_elicitation_sampling_and_roots_of_server_everything_through_cleveragent
     elicited, sampled, roots = (json.dumps(r["output"]) for r in records)
     assert all(r["success"] for r in records), records
     assert "User provided the requested information" in elicited
-    assert "Name: Ada Lovelace" in elicited and "Agreed to terms: true" in elicited
+    assert "Name: Ada Lovelace" in elicited
+    assert "Agreed to terms: true" in elicited
     assert "Sampled words." in sampled
     assert workspace.resolve().as_uri() in roots
