@@ -197,7 +197,7 @@ def serve_settings(args: argparse.Namespace) -> Any:
     args.state_dir = Path(str(settings["state_dir"].value)).expanduser()
     try:
         entries = read_toml_servers(config_path())
-    except (McpFileError, McpUsageError) as exc:
+    except McpFileError as exc:
         raise UsageError(str(exc)) from None
     return tuple(entry.config for entry in entries if entry.enabled)
 
