@@ -179,7 +179,6 @@ def serve_settings(args: argparse.Namespace) -> Any:
     else ``config.toml`` (set on ``args``; ``initializationOptions`` still win over them
     in the daemon), and ``config.toml``'s MCP servers. A bad file, a bad table or a bare
     model name nobody knows is a usage error here, before any editor waits on it."""
-    from ._mcp_commands import McpUsageError
     from ._mcp_files import McpFileError, read_toml_servers
     from .client._config import config_path
 
