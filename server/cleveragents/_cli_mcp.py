@@ -27,7 +27,8 @@ SUBCOMMANDS: list[tuple[str, str, Callable[[Any], None], str]] = []
 def add_parser(sub: Any) -> None:
     """``cleveragents mcp`` and its sub-commands, into the top-level sub-parsers."""
     mcp = sub.add_parser(
-        "mcp", help="the MCP servers runs start here: list, add, remove, approve, revoke",
+        "mcp", help="the MCP servers runs start here: list, add, remove, approve, revoke, "
+        "login, logout",
         description="The MCP servers the command line starts: config.toml's [mcp_servers.NAME] "
         "tables (add, remove), and the workspace's .mcp.json, whose servers start only once "
         "you approve them (approve, revoke). docs/mcp.md says more.",
@@ -121,6 +122,25 @@ SUBCOMMANDS += [
      _build_approve, "cleveragents._mcp_commands:approve_command"),
     ("revoke", "forget approvals of this workspace's .mcp.json servers",
      _build_revoke, "cleveragents._mcp_commands:revoke_command"),
+]  # fmt: skip
+
+
+def _build_login(parser: Any) -> None:
+    parser.add_argument("name", metavar="NAME", help="a url server of config.toml (or .mcp.json)")
+    _workspace_flag(parser)
+    parser.add_argument("--state-dir", metavar="DIR", help="where tokens are kept")
+
+
+def _build_logout(parser: Any) -> None:
+    parser.add_argument("name", metavar="NAME", help="the server whose tokens to forget")
+    parser.add_argument("--state-dir", metavar="DIR", help="where tokens are kept")
+
+
+SUBCOMMANDS += [
+    ("login", "sign in to a url server (OAuth): opens the browser, keeps the tokens",
+     _build_login, "cleveragents._mcp_login:login_command"),
+    ("logout", "forget a server's OAuth tokens and client registration",
+     _build_logout, "cleveragents._mcp_login:logout_command"),
 ]  # fmt: skip
 
 
