@@ -61,6 +61,9 @@ async def test_a_request_without_params_gets_invalid_params(daemon: RawDaemon) -
         ({"prompt": "x", "tools": [1]}, "params.tools[0]"),
         ({"prompt": "x", "resourceBindings": []}, "params.resourceBindings"),
         ([1, 2], "params"),
+        ({"prompt": "x", "checkpoints": "no"}, "params.checkpoints"),
+        ({"prompt": "x", "forkFrom": {"runId": 5, "iteration": 1}}, "params.forkFrom.runId"),
+        ({"prompt": "x", "forkFrom": {"runId": "r"}}, "params.forkFrom.iteration"),
     ],
 )
 async def test_params_of_the_wrong_shape_name_the_field(
@@ -70,6 +73,26 @@ async def test_params_of_the_wrong_shape_name_the_field(
     assert reply["error"]["code"] == -32602
     assert reply["error"]["message"].startswith(field + ":")
     assert "Traceback" not in reply["error"]["message"]
+
+
+@pytest.mark.parametrize(
+    ("method", "params", "field"),
+    [
+        ("run/diff", {"runId": 3}, "params.runId"),
+        ("run/diff", {"runId": "r", "iteration": "1"}, "params.iteration"),
+        ("run/revert", {}, "params.runId"),
+        ("run/revert", {"runId": "r", "force": "yes"}, "params.force"),
+        ("checkpoint/restore", {"checkpointId": ["x"]}, "params.checkpointId"),
+        ("checkpoint/restore", {"checkpointId": "a", "dryRun": 1}, "params.dryRun"),
+    ],
+)  # fmt: skip
+async def test_checkpoint_requests_of_the_wrong_shape_name_the_field(
+    daemon: RawDaemon, method: str, params: object, field: str
+) -> None:
+    reply = await daemon.call(9, method, params)
+    assert reply["error"]["code"] == -32602
+    assert reply["error"]["message"].startswith(field + ":")
+    await assert_alive(daemon)
 
 
 async def test_an_unknown_method_gets_method_not_found(daemon: RawDaemon) -> None:
@@ -137,6 +160,7 @@ async def test_requests_before_initialize_are_refused(tmp_path: Path) -> None:
     [
         ({"initializationOptions": {"stateDir": 3}}, "initializationOptions.stateDir"),
         ({"initializationOptions": {"model": 5}}, "initializationOptions.model"),
+        ({"initializationOptions": {"checkpoints": "no"}}, "initializationOptions.checkpoints"),
         ({"capabilities": {"experimental": {"cleveragents": {"llm": "yes"}}}},
          "capabilities.experimental.cleveragents.llm"),
         ({"initializationOptions": {"profiles": {"mine": {"read": "maybe", "write": "ask",
