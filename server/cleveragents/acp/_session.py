@@ -114,10 +114,10 @@ class Session:
             if service.registry.get(spec.name) is not spec:
                 self.registry.register(spec, replace=True)
         self.mcp: McpServers = service.mcp_servers(
-            "run", self.registry, roots=lambda: list(self.roots)
+            "run", self.registry, roots=lambda: list(self.roots), on_authorize=self._sign_in
         )
         """The session's MCP servers: their roots are the session's (``cwd`` and its
-        ``additionalDirectories``)."""
+        ``additionalDirectories``); a sign-in one needs is shown as a message."""
 
     # -- updates ---------------------------------------------------------------------
 
@@ -131,6 +131,16 @@ class Session:
         self.send(
             {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": text}}
         )
+
+    def _sign_in(self, server: Any) -> None:
+        """An MCP server waits for the user to sign in (OAuth): ACP has no request to
+        open a page, so the URL is shown as an agent message."""
+        url = server.authorization_url
+        if url is not None:
+            self.say(
+                f"\nThe MCP server {server.config.name} needs you to sign in. Open this "
+                f"page in your browser: {url}\n"
+            )
 
     def on_event(self, event: RunEvent, text: str | None, /) -> None:
         """The turn's run events as ACP updates (the service's ``RunObserver``)."""
