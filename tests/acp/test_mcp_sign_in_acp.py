@@ -25,7 +25,7 @@ async def test_a_sign_in_is_shown_as_a_message_and_then_the_tools_work(
 
         def shown() -> str | None:
             for update in client.updates(session):
-                text = update.get("content", {}).get("text", "")
+                text = str(update.get("content", {}).get("text", ""))
                 if "needs you to sign in" in text:
                     return text
             return None

@@ -43,6 +43,7 @@ from typing import Any
 
 import attrs
 
+from .._mcp_login import open_sign_in
 from ..checkpoints import DiffResult
 from ..llm import log_scrubber
 from ..llm.errors import ModelConfigError
@@ -490,7 +491,7 @@ async def _chat(options: ChatOptions, tools: list[ToolSpec]) -> int:
         state_dir=options.state_dir, workspace_folders=(str(options.workspace),),
         mcp_servers=tuple(options.mcp_servers),
     )  # fmt: skip
-    service = RunService(settings, tools)
+    service = RunService(settings, tools, on_authorize=open_sign_in)
     editor = LineEditor(options.state_dir)
     chat = Chat(options, service, editor.read)
     chat.leave_prompt = editor.leave

@@ -47,6 +47,7 @@ from typing import Any, TextIO
 
 import attrs
 
+from .._mcp_login import open_sign_in
 from ..checkpoints import CheckpointError, DiffResult
 from ..llm import log_scrubber
 from ..protocol import RUN_EVENTS
@@ -400,7 +401,10 @@ async def _run(options: RunOptions, tools: list[ToolSpec]) -> int:
         state_dir=options.state_dir, workspace_folders=(str(options.workspace),),
         mcp_servers=tuple(options.mcp_servers),
     )  # fmt: skip
-    service = RunService(settings, tools, mcp_client=McpClientSide(elicit=session.elicit))
+    service = RunService(
+        settings, tools, mcp_client=McpClientSide(elicit=session.elicit),
+        on_authorize=open_sign_in,
+    )  # fmt: skip
     watch_pipe(sys.stdout, session.stdout)
     try:
         view.start()
