@@ -109,6 +109,30 @@ async def test_without_anyone_to_ask_it_is_refused(tmp_path: Path) -> None:
     assert "sampling refused: not allowed" in output
 
 
+@pytest.mark.parametrize(("profile", "answered"), [("trusted", True), ("supervised", False)])
+async def test_outside_a_run_the_default_model_answers_under_the_default_profile(
+    tmp_path: Path, profile: str, answered: bool
+) -> None:
+    root = tmp_path / "ws"
+    root.mkdir()
+    model = {"provider": "scripted", "script": [{"content": "From the default model."}]}
+    settings = RunSettings(
+        state_dir=tmp_path / "state", workspace_folders=(str(root),), mcp_servers=(ASKING,),
+        model=model, automation_profile=profile,
+    )  # fmt: skip
+    service = RunService(settings)
+    try:
+        await service.mcp.wait_ready()
+        output = await service.mcp.servers["ask"].call_tool("sample", {"text": "hi"})
+    finally:
+        await service.aclose()
+    if answered:
+        assert output == "From the default model."
+    else:
+        assert output.startswith("error:")
+        assert "sampling refused: not allowed" in output
+
+
 async def test_tools_in_a_sampling_request_are_refused_saying_so(service: RunService) -> None:
     output = await sampled(service, model=script(tools=True), automation_profile="trusted")
     assert output.startswith("error:")

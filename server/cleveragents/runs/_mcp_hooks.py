@@ -26,6 +26,8 @@ from ..mcp import (
     SamplingRefused,
 )
 from ..tool import (
+    CancelToken,
+    CleverAgentsError,
     LLMCaller,
     LLMRequest,
     Message,
@@ -105,11 +107,32 @@ class ServiceHooks(ClientHooks):
 
     async def sample(self, call: ToolCallContext | None, request: Sampling) -> SamplingAnswer:
         """The run's model answers, once its profile allows ``mcp:SERVER/sampling`` (a
-        write: asked under ``supervised``, the prompt showing the messages)."""
+        write: asked under ``supervised``, the prompt showing the messages); outside a
+        run, the service's default model under its default profile, nobody asked."""
         run = self._run(call)
-        if run is None or call is None or run.sampler is None:
-            raise SamplingRefused("sampling is answered only during a run's tool call")
-        return await run.sampler.sample(call, request)
+        if run is not None and run.sampler is not None:
+            return await run.sampler.sample(call, request)
+        return await self._outside_a_run().sample(None, request)
+
+    def _outside_a_run(self) -> Sampler:
+        """Outside a run: the service's default model under its default profile, with
+        nobody to ask (what the profile would ask about is refused)."""
+        from ..workspace import ProfilePolicy, get_profile
+        from ..workspace.profiles import DEFAULT_PROFILE
+        from ._prepare import model_spec
+
+        settings = self._service.settings
+        try:
+            model = self._service.model(model_spec(None, settings.model))
+            name = settings.automation_profile or DEFAULT_PROFILE
+            profile = get_profile(name, dict(settings.custom_profiles))
+        except CleverAgentsError as exc:
+            raise SamplingRefused(f"outside a run, with the default model: {exc}") from None
+        folders = settings.workspace_folders
+        context = ToolActorContext(
+            sandbox_root=folders[0] if folders else None, automation_profile=profile.name
+        )
+        return Sampler(ProfilePolicy(profile), model, context)
 
 
 @attrs.define
@@ -122,17 +145,19 @@ class Sampler:
     context: ToolActorContext
     _specs: dict[str, ToolSpec] = attrs.field(factory=dict)
 
-    async def sample(self, call: ToolCallContext, request: Sampling) -> SamplingAnswer:
+    async def sample(self, call: ToolCallContext | None, request: Sampling) -> SamplingAnswer:
+        """``call``: the tool call the server was serving (``None`` outside a run)."""
         spec = self._spec(request.server)
+        call_id = f"{call.call_id}/sampling" if call is not None else "sampling"
+        iteration = call.iteration if call is not None else 0
+        cancel = call.cancel if call is not None else CancelToken()
         shown: dict[str, object] = {
             "messages": [{"role": role, "text": text} for role, text in request.messages],
             "maxTokens": request.max_tokens,
         }
         if request.system_prompt is not None:
             shown["systemPrompt"] = request.system_prompt
-        query = PermissionQuery(
-            spec, shown, f"{call.call_id}/sampling", call.iteration, self.context, shown
-        )
+        query = PermissionQuery(spec, shown, call_id, iteration, self.context, shown)
         refusal = self.policy.authorize(query)
         if inspect.isawaitable(refusal):
             refusal = await refusal
@@ -142,7 +167,7 @@ class Sampler:
         for role, text in request.messages:
             messages.append(Message("user" if role == "user" else "assistant", text))
         llm = LLMRequest(
-            messages, [], call.iteration, self.context, call.cancel, _ignore, purpose="sampling"
+            messages, [], max(iteration, 1), self.context, cancel, _ignore, purpose="sampling"
         )
         answer = self.model(llm)
         response = await answer if inspect.isawaitable(answer) else answer
