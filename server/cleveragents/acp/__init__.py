@@ -24,10 +24,14 @@ import contextlib
 import json
 import logging
 import pathlib
-from collections.abc import Sequence
+import typing
 
-from ..mcp import McpServerConfig
 from ._agent import AcpAgent
+
+if typing.TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from ..mcp import McpServerConfig
 
 __all__ = ["AcpAgent", "create_agent", "serve"]
 
