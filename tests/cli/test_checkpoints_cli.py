@@ -7,11 +7,15 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 from pathlib import Path
+
+import pexpect
+import pytest
 
 from cleveragents.checkpoints import DiffResult
 from cleveragents.client._changes import patch_lines
-from kit.cli import cli, runs, workspace
+from kit.cli import clean_env, cli, runs, workspace
 from kit.models import call, script_file, shell
 
 ESCAPE = re.compile(r"\x1b")
@@ -205,3 +209,35 @@ def test_fork_starts_from_an_iteration_and_restore_files_puts_them_back_first(
     assert (ws / "a.txt").read_text() == "line1\nline2\n"  # as before the first run
     assert not (ws / "new.txt").exists()
     assert len(runs(tmp_path / "state")) == 2
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX pseudo-terminals")
+def test_on_a_terminal_the_run_s_diffstat_and_runs_diff_are_coloured(tmp_path: Path) -> None:
+    ws = workspace(tmp_path)
+    (ws / "a.txt").write_text("line1\nline2\n")
+    model = script_file(tmp_path, {"content": "Editing.", "toolCalls": [
+        shell("sed -i s/line1/LINE1/ a.txt")]}, {"content": "Done."})  # fmt: skip
+    state = str(tmp_path / "state")
+
+    def on_pty(*args: str) -> str:
+        child = pexpect.spawn(
+            sys.executable, ["-m", "cleveragents", *args, "--state-dir", state], cwd=str(ws),
+            env=clean_env(tmp_path), encoding="utf-8", dimensions=(40, 100), timeout=20,
+        )  # fmt: skip
+        try:
+            child.expect(pexpect.EOF)
+            output = str(child.before)
+        finally:
+            child.close(force=True)
+        assert child.exitstatus == 0, output
+        return output
+
+    shown = on_pty("run", "-y", "-m", model, "go")
+    # The live view's diffstat: the graph in git's colours, after the summary.
+    assert re.search(r"a\.txt \| 2 \x1b\[[0-9;]*32m\+\x1b\[[0-9;]*m\x1b\[[0-9;]*31m-", shown)
+    assert shown.index("completed") < shown.index("1 file changed")
+    run_id = str(runs(tmp_path / "state")[0]["runId"])
+    patch = on_pty("runs", "diff", run_id[:6])
+    assert "\x1b[31m-line1\x1b[0m" in patch
+    assert "\x1b[32m+LINE1\x1b[0m" in patch
+    assert "\x1b[36m@@ -1,2 +1,2 @@\x1b[0m" in patch
