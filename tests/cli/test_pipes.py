@@ -109,7 +109,8 @@ def test_output_last_message_in_a_missing_folder_is_a_usage_error(tmp_path: Path
 @pytest.mark.parametrize(
     "args",
     [("runs", "list", "--json"), ("runs", "list"), ("runs", "show", "RUN", "--json"),
-     ("runs", "show", "RUN"), ("config", "--json"), ("config",)],
+     ("runs", "show", "RUN"), ("config", "--json"), ("config",), ("models",),
+     ("models", "--json"), ("keys", "list")],
 )  # fmt: skip
 def test_every_command_ends_quietly_when_its_stdout_is_closed(
     tmp_path: Path, args: tuple[str, ...]
