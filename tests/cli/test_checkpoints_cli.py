@@ -139,6 +139,9 @@ def test_a_revert_refuses_a_later_user_edit_then_force_applies_and_restore_undoe
     assert (ws / "new.txt").exists()  # nothing changed
     assert not (ws / "gone.txt").exists()
 
+    later = cli(tmp_path, "runs", "revert", run_id, "--to-iteration", "1", "--state-dir", state)
+    assert later.returncode == 0, later.stderr  # after iteration 1: its only change stays
+    assert "nothing to do" in later.stdout
     dry = cli(tmp_path, "runs", "revert", run_id, "--dry-run", "--force", "--state-dir", state)
     assert dry.returncode == 0, dry.stdout + dry.stderr
     assert "dry run: nothing was changed" in dry.stdout
