@@ -13,10 +13,10 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from cleveragents.acp._commands import fenced, parse
+from cleveragents.acp._commands import MAX_PATCH_CHARS, fenced, parse
 from cleveragents.transcripts import TranscriptStore
 from kit.acp import AcpClient, Spawn, tool_updates
-from kit.models import call, scripted
+from kit.models import call, script_file, scripted
 
 WRITE = scripted(
     {"content": "Writing.", "toolCalls": [
@@ -145,3 +145,21 @@ def test_only_the_agent_s_commands_are_taken_and_a_fence_holds_any_patch() -> No
     block = fenced(patch, "diff")
     assert block.startswith("`````diff\n")
     assert block.endswith("\n`````")
+
+
+async def test_a_huge_patch_is_cut_in_the_reply_and_says_so(
+    spawn: Spawn, workspace: Path, tmp_path: Path
+) -> None:
+    big = "".join(f"line {n}\n" for n in range(40_000))  # ~430 KB of patch
+    client = await spawn(script_file(tmp_path,
+        {"content": "Writing.", "toolCalls": [call("builtin/file-write", path="big.txt", content=big)]},
+        {"content": "Done."}))  # fmt: skip
+    client.on_request = allow
+    session = (await client.new_session(workspace))["sessionId"]
+    await client.prompt(session, "write it")
+    await client.prompt(session, "/diff")
+    reply = replies(client, session)[-1]
+    assert " big.txt | 40000 " in reply
+    assert len(reply) < MAX_PATCH_CHARS + 2_000
+    assert reply.endswith("shows each turn's whole)")
+    assert "+line 39999" not in reply
