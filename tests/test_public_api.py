@@ -60,6 +60,7 @@ PUBLIC: dict[str, set[str]] = {
         "McpServer", "McpServerConfig", "McpToolError", "ProtocolVersion", "Scope", "Status",
         "Transport", "Trust", "mcp_available", "OAuthConfig", "TokenStore",
         "NO_HOOKS", "ClientHooks", "ElicitAction", "ElicitMode", "Elicitation", "ElicitationAnswer",
+        "Sampling", "SamplingAnswer", "SamplingRefused",
     },
     "cleveragents.transcripts": {
         "INTERRUPTED_MESSAGE", "META", "PROMPT_SUMMARY_MAX", "RunInterruptedError",

@@ -3,32 +3,44 @@
 from __future__ import annotations
 
 import asyncio
-import logging
 import time
 from pathlib import Path
 
 import pytest
 
-from cleveragents.mcp import McpServer, McpServerConfig, McpToolError, ProtocolVersion
+from cleveragents.mcp import ClientHooks, McpServer, McpServerConfig, McpToolError, ProtocolVersion
+from cleveragents.tool import CancelToken, ToolActorContext, ToolCallContext
 from kit.mcp import http_server, started, stdio
 from kit.paths import SDK_SERVER
 from kit.wait import WAIT_S, wait_for
 
 
+def call_context() -> ToolCallContext:
+    return ToolCallContext("c1", "mcp:x/y", 1, {}, ToolActorContext(), CancelToken())
+
+
+class Progress(ClientHooks):
+    def __init__(self) -> None:
+        self.seen: list[float] = []
+
+    def progress(
+        self, call: ToolCallContext, progress: float, total: float | None, message: str | None
+    ) -> None:
+        self.seen.append(progress)
+
+
 async def test_a_call_that_outlives_its_timeout_fails_saying_so_despite_progress(
-    tmp_path: Path, caplog: pytest.LogCaptureFixture
+    tmp_path: Path,
 ) -> None:
     # The tool reports progress every 50 ms: that must not extend the 0.5 s bound.
     config = stdio("slow", SDK_SERVER, "--marker-dir", str(tmp_path), timeout_s=0.5)
     async with started(config, tmp_path) as server:
+        server.hooks = hooks = Progress()
         began = time.monotonic()
-        with (
-            caplog.at_level(logging.DEBUG, logger="cleveragents.mcp"),
-            pytest.raises(McpToolError) as raised,
-        ):
-            await server.call_tool("sleep", {"seconds": 10})
+        with pytest.raises(McpToolError) as raised:
+            await server.call_tool("sleep", {"seconds": 10}, call_context())
         assert time.monotonic() - began < 3.0
-        assert any("progress" in record.getMessage() for record in caplog.records)
+        assert hooks.seen  # its progress arrived (and, coalesced, reached the hooks)
         assert str(raised.value) == "mcp:slow/sleep timed out after 0.5 s"
         # The server got notifications/cancelled for it, and the late answer is ignored.
         await wait_for((tmp_path / "cancelled").exists)
@@ -72,7 +84,7 @@ async def test_list_changed_refreshes_the_tools_and_calls_back(
             await changed.wait()
         assert "mcp:lc/late" in seen[-1]
         late = next(spec for spec in server.tool_specs() if spec.name == "mcp:lc/late")
-        assert await late.handler({}) == {"result": "I am late"}
+        assert await late.handler({}, call_context()) == {"result": "I am late"}
 
 
 @pytest.mark.parametrize("protocol", [None, "2026-07-28"])
