@@ -99,18 +99,20 @@ class Authorizer:
         self.failure: str | None = None
         self.callback = LoopbackCallback()
         self.auth: httpx2.Auth | None = None
+        self._where: tuple[AsyncExitStack, anyio.abc.TaskGroup, StoredTokens] | None = None
+        """Where the listener goes once a sign-in may follow (set by ``open``)."""
         self._resume_clock: Callable[[], None] = lambda: None
 
     async def open(self, stack: AsyncExitStack, tasks: anyio.abc.TaskGroup) -> httpx2.Auth:
-        """Build the provider for the entry (the listener first, for the code grant)."""
+        """Build the provider for the entry; the code grant's listener opens on the
+        server's first 401 or 403 (:meth:`listening`), not before."""
         oauth = self.config.oauth
         storage = StoredTokens(self.store, self.config.name, self.url)
         if oauth is not None and oauth.grant == "client_credentials":
             self.auth = _client_credentials(self.config, storage)
             return self.auth
-        registered = storage.registered_port()
-        await self.callback.listen(stack, tasks, registered)
-        redirect = f"http://127.0.0.1:{self.callback.port}{CALLBACK_PATH}"
+        self._where = (stack, tasks, storage)
+        redirect = f"http://127.0.0.1{CALLBACK_PATH}"  # its port once the listener is up
         metadata = OAuthClientMetadata(
             client_name="cleveragents",
             redirect_uris=[AnyUrl(redirect)],
@@ -142,6 +144,20 @@ class Authorizer:
             client_metadata_url=oauth.client_metadata_url if oauth is not None else None,
         )
         return self.auth
+
+    async def listening(self, context: Any) -> None:
+        """Open the loopback listener (once, when a sign-in may follow: the server said
+        401 or 403), and put its URI in the client's metadata and registration. The
+        port of a stored registration is taken again when it is free, so a server that
+        compares ports keeps accepting it; else a free one."""
+        if self.callback.port or self._where is None:
+            return
+        stack, tasks, storage = self._where
+        await self.callback.listen(stack, tasks, storage.registered_port())
+        redirect = AnyUrl(f"http://127.0.0.1:{self.callback.port}{CALLBACK_PATH}")
+        context.client_metadata.redirect_uris = [redirect]
+        if storage.pre_registered is not None:  # the client_info the flow holds
+            storage.pre_registered.redirect_uris = [redirect]
 
     async def _redirect(self, url: str) -> None:
         state = parse_qs(urlsplit(url).query).get("state", [""])[0]
@@ -198,6 +214,8 @@ class _CodeGrant(OAuthClientProvider):
             outgoing = await flow.__anext__()
             while True:
                 response = yield outgoing
+                if outgoing is request and response.status_code in (401, 403):
+                    await self._owner.listening(self.context)
                 if (
                     outgoing is request
                     and response.status_code == 401
