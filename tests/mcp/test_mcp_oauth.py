@@ -11,6 +11,7 @@ import asyncio
 import contextlib
 import json
 import stat
+import time
 import urllib.error
 import urllib.request
 from collections.abc import AsyncIterator, Callable
@@ -119,6 +120,23 @@ async def test_an_expired_token_is_refreshed_without_a_sign_in(tmp_path: Path) -
         assert await s.call_tool("add", {"a": 4, "b": 4}) == {"result": 8}
         assert len(browser.urls) == 1
         assert web.get("/stats")["refresh"] >= 1
+
+
+async def test_a_token_about_to_expire_is_refreshed_before_the_request(tmp_path: Path) -> None:
+    async with auth_server() as web:
+        async with connected(web.url, tmp_path, Browser()) as server:
+            await until(lambda: server.status == "ready")
+        # Kept with 10 s left of its hour: within the last 30 s, so it is refreshed first.
+        store = TokenStore(tmp_path)
+        store.update("web", web.url, expires_at=time.time() + 10)
+        refused = web.get("/stats")["unauthorized"]
+        again = Browser()
+        async with connected(web.url, tmp_path, again) as server:
+            await server.wait_ready()
+            assert await server.call_tool("add", {"a": 1, "b": 1}) == {"result": 2}
+        stats = web.get("/stats")
+        assert (stats["refresh"], stats["unauthorized"], again.urls) == (1, refused, [])
+        assert store.load("web", web.url)["expires_at"] > time.time() + 3000
 
 
 async def test_a_revoked_token_is_refreshed_on_the_401(tmp_path: Path) -> None:

@@ -64,6 +64,9 @@ MAX_CALLBACK_REQUEST = 8 * 1024
 MAX_CALLBACK_CONNECTIONS = 8
 CALLBACK_READ_TIMEOUT_S = 10.0
 PRIVATE_KEY_MAX_BYTES = 64 * 1024
+REFRESH_MARGIN_S = 30.0
+"""How long before its expiry a token is refreshed (at most; a tenth of its life when
+that is shorter)."""
 
 _DONE_PAGE = (
     b"<!doctype html><meta charset=utf-8><title>cleveragents</title>"
@@ -202,6 +205,17 @@ class _CodeGrant(OAuthClientProvider):
         _fit_auth_method(self.context)
         return await super()._perform_authorization()
 
+    def _refresh_early(self) -> None:
+        """A token about to expire (within a tenth of its life, at most 30 s) counts as
+        expired, so the flow refreshes it before the request rather than after a 401."""
+        context = self.context
+        tokens, expiry = context.current_tokens, context.token_expiry_time
+        if tokens is None or expiry is None or not context.can_refresh_token():
+            return
+        margin = min(REFRESH_MARGIN_S, float(tokens.expires_in or 0) / 10)
+        if time.time() > expiry - margin:
+            context.token_expiry_time = 1.0
+
     async def _auth_flow(
         self, request: httpx2.Request
     ) -> AsyncGenerator[httpx2.Request, httpx2.Response]:
@@ -209,6 +223,7 @@ class _CodeGrant(OAuthClientProvider):
         is held, it starts over with the token marked expired (so it refreshes first, and
         only a refused refresh leads to a new sign-in)."""
         retried = False
+        self._refresh_early()
         flow = super()._auth_flow(request)
         try:
             outgoing = await flow.__anext__()

@@ -19,7 +19,7 @@ anything else with the OAuth error a real one gives:
   access tokens expire after ``--expires-in`` seconds; the pre-registered confidential
   client ``pre`` authenticates with HTTP basic (``PRE_SECRET``).
 
-``/stats`` (JSON) counts each grant and lists every secret it issued (codes, tokens), so
+``/stats`` (JSON) counts each grant and each 401 of the MCP endpoint, and lists every secret it issued (codes, tokens), so
 a test can look for them where they must not be; ``/revoke`` drops every access token.
 """
 
@@ -68,7 +68,9 @@ clients: dict[str, dict[str, Any]] = {"pre": {"redirect_uris": [], "secret": PRE
 codes: dict[str, dict[str, Any]] = {}
 access: dict[str, dict[str, Any]] = {}
 refresh: dict[str, dict[str, Any]] = {}
-stats: dict[str, Any] = {"authorize": 0, "code": 0, "refresh": 0, "register": 0, "issued": []}
+stats: dict[str, Any] = {
+    "authorize": 0, "code": 0, "refresh": 0, "register": 0, "unauthorized": 0, "issued": [],
+}  # fmt: skip
 
 
 def error(status: int, code: str, description: str) -> JSONResponse:
@@ -228,6 +230,7 @@ async def app(scope: Scope, receive: Receive, send: Send) -> None:
         bearer = request.headers.get("authorization", "")
         grant = access.get(bearer[7:]) if bearer.startswith("Bearer ") else None
         if grant is None or grant["expires"] < time.time():
+            stats["unauthorized"] += 1
             response = challenge(401, "read")
         elif request.method == "POST":
             body = await request.body()
