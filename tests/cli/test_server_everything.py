@@ -80,8 +80,8 @@ def test_elicitation_sampling_and_roots_of_server_everything_through_cleveragent
         child.expect(r"allow\?")
         child.sendline("y")
         child.expect("mcp:everything/sampling wants to run")
-        child.expect("Say hi")  # the messages are shown
         child.expect(r"allow\?")
+        assert "context: Say hi" in child.before  # the messages are shown
         child.sendline("y")
         child.expect(pexpect.EOF)
     finally:
