@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from cleveragents.mcp import ClientHooks, Elicitation, ElicitationAnswer
+from cleveragents.mcp import ClientHooks, Elicitation, ElicitationAnswer, ProtocolVersion
 from cleveragents.tool import CancelToken, ToolActorContext, ToolCallContext
 from kit.mcp import make_server, stdio
 from kit.paths import MCP_SERVERS
@@ -48,8 +48,14 @@ class Hooks(ClientHooks):
         self.progressed.append((call.call_id, progress, total, message))
 
 
-async def call(hooks: ClientHooks, tmp_path: Path, tool: str, args: dict[str, Any]) -> Any:
-    server = make_server(stdio("a", ASKING), tmp_path)
+async def call(
+    hooks: ClientHooks,
+    tmp_path: Path,
+    tool: str,
+    args: dict[str, Any],
+    protocol: ProtocolVersion | None = None,
+) -> Any:
+    server = make_server(stdio("a", ASKING, protocol=protocol), tmp_path)
     server.hooks = hooks
     server.start()
     try:
@@ -61,9 +67,14 @@ async def call(hooks: ClientHooks, tmp_path: Path, tool: str, args: dict[str, An
         await server.stop()
 
 
-async def test_an_accepted_form_goes_back_to_the_server_with_its_content(tmp_path: Path) -> None:
+@pytest.mark.parametrize("protocol", [None, "2026-07-28"])
+async def test_an_accepted_form_goes_back_to_the_server_with_its_content(
+    tmp_path: Path, protocol: ProtocolVersion | None
+) -> None:
+    # At 2026-07-28 the question comes as an input request in place of the result, and
+    # goes back with the retried call.
     hooks = Hooks(ElicitationAnswer("accept", {"name": "Ada", "age": 36}))
-    assert await call(hooks, tmp_path, "ask_name", {}) == "accept:Ada:36"
+    assert await call(hooks, tmp_path, "ask_name", {}, protocol) == "accept:Ada:36"
     [(asked_call, request)] = hooks.asked
     assert asked_call is not None
     assert asked_call.call_id == "call-1"

@@ -43,8 +43,11 @@ class Person(BaseModel):
 
 
 @mcp.tool(structured_output=False)
-async def ask_name(ctx: Context) -> str:
-    """Ask the user's name through a form elicitation."""
+async def ask_name(ctx: Context) -> str | types.InputRequiredResult:
+    """Ask the user's name through a form elicitation (at 2026-07-28, as an input
+    request returned in place of the result, answered when the client retries)."""
+    if ctx.protocol_version == "2026-07-28":
+        return _ask_name_modern(ctx)
     try:
         result = await ctx.elicit("What is your name?", Person)
     except MCPError as exc:  # the client refused the request itself
@@ -52,6 +55,22 @@ async def ask_name(ctx: Context) -> str:
     if result.action == "accept":
         return f"accept:{result.data.name}:{result.data.age}"
     return result.action
+
+
+def _ask_name_modern(ctx: Context) -> str | types.InputRequiredResult:
+    answers = ctx.input_responses
+    if not answers:
+        schema = Person.model_json_schema()
+        params = types.ElicitRequestFormParams(
+            message="What is your name?", requested_schema=schema
+        )
+        return types.InputRequiredResult(input_requests={"who": types.ElicitRequest(params=params)})
+    answer = answers.get("who")
+    if not isinstance(answer, types.ElicitResult):
+        return f"error:no answer: {answer!r}"
+    if answer.action == "accept" and answer.content is not None:
+        return f"accept:{answer.content.get('name')}:{answer.content.get('age')}"
+    return answer.action
 
 
 @mcp.tool(structured_output=False)
