@@ -443,3 +443,25 @@ def test_chat_continue_with_an_unknown_run_is_a_usage_error(tmp_path: Path) -> N
     assert child.exitstatus == 2
     assert "cleveragents chat: --continue: unknown run 'zzzz'" in (child.before or "")
     assert runs(tmp_path / "state") == []
+
+
+def test_an_mcp_servers_question_is_asked_in_the_turn_that_called_it(
+    tmp_path: Path, chats: Any
+) -> None:
+    server = Path(__file__).resolve().parents[1] / "mcp" / "servers" / "asking_server.py"
+    call = {"name": "mcp:ask/ask_name", "arguments": {}}
+    model = script_file(tmp_path, {"toolCalls": [call]}, {"content": "Nice to meet you."})
+    chat = chats(tmp_path, "-m", model, "--profile", "full-auto",
+                 "--mcp", f"ask={sys.executable} {server}")  # fmt: skip
+    chat.send("ask me")
+    chat.showing("answer? [y]es, [n]o, [c]ancel:")
+    chat.child.send("y\r")
+    chat.showing("name (Your name):")
+    chat.child.send("Ada\r")
+    chat.showing("age (Your age) (integer), optional:")
+    chat.child.send("\r")
+    chat.showing("Nice to meet you.")
+    assert chat.leave() == 0
+    [summary] = runs(tmp_path / "state")
+    lines = (tmp_path / "state" / "runs" / f"{summary['runId']}.jsonl").read_text()
+    assert '"output":"accept:Ada:None"' in lines.replace(" ", "")

@@ -48,7 +48,15 @@ from ..checkpoints import DiffResult
 from ..llm import log_scrubber
 from ..llm.errors import ModelConfigError
 from ..llm.spec import parse_model_spec
-from ..runs import RunRequest, RunService, RunSettings, prepare_process
+from ..runs import (
+    Elicitation,
+    ElicitationAnswer,
+    McpClientSide,
+    RunRequest,
+    RunService,
+    RunSettings,
+    prepare_process,
+)
 from ..tool import CleverAgentsError, ToolSpec, UsageLimits
 from ..workspace import ShellTool, builtin_tools
 from ..workspace.profiles import BUILTIN_PROFILES
@@ -491,7 +499,18 @@ async def _chat(options: ChatOptions, tools: list[ToolSpec]) -> int:
         state_dir=options.state_dir, workspace_folders=(str(options.workspace),),
         mcp_servers=tuple(options.mcp_servers),
     )  # fmt: skip
-    service = RunService(settings, tools, on_authorize=open_sign_in)
+    chat: Chat | None = None
+
+    async def elicit(run_id: str | None, request: Elicitation) -> ElicitationAnswer:
+        """An MCP server's question, asked by the turn in progress (declined between)."""
+        turn = chat.current if chat is not None else None
+        if turn is None:
+            return ElicitationAnswer("decline")
+        return await turn.elicit(run_id, request)
+
+    service = RunService(
+        settings, tools, on_authorize=open_sign_in, mcp_client=McpClientSide(elicit=elicit)
+    )
     editor = LineEditor(options.state_dir)
     chat = Chat(options, service, editor.read)
     chat.leave_prompt = editor.leave
