@@ -11,7 +11,6 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
-import pytest
 import pytest_lsp
 from lsprotocol import types as lsp
 from pytest_lsp import ClientServerConfig, LanguageClient
@@ -58,27 +57,24 @@ async def run_tool(session: Session, run_id: str, tool: str, **args: Any) -> dic
     return record  # type: ignore[no-any-return]
 
 
-@pytest.mark.parametrize(
-    ("answer", "output"),
-    [
+async def test_an_elicitation_is_asked_of_the_client_with_its_run(asked: Any) -> None:
+    session = asked.session
+    answers = [
         ({"action": "accept", "content": {"name": "Ada", "age": 36}}, "accept:Ada:36"),
         ({"action": "decline"}, "decline"),
         ({"action": "cancel"}, "cancel"),
-    ],
-)
-async def test_an_elicitation_is_asked_of_the_client_with_its_run(
-    asked: Any, answer: dict[str, Any], output: str
-) -> None:
-    session = asked.session
-    session.elicit_answers.append(answer)
-    record = await run_tool(session, "r1", "ask_name")
-    assert record["output"] == output
-    (params,) = session.elicited
-    assert params["server"] == "ask"
-    assert params["runId"] == "r1"
-    assert params["mode"] == "form"
+    ]
+    for number, (answer, output) in enumerate(answers, 1):
+        session.elicit_answers.append(answer)
+        record = await run_tool(session, f"r1-{number}", "ask_name")
+        assert record["output"] == output
+        params = session.elicited[-1]
+        assert params["server"] == "ask"
+        assert params["runId"] == f"r1-{number}"
+        assert params["mode"] == "form"
     assert params["message"] == "What is your name?"
     assert params["requestedSchema"]["properties"]["name"]["type"] == "string"
+    assert len(session.elicited) == 3
 
 
 async def test_an_answer_that_misses_the_schema_is_refused_to_the_server(asked: Any) -> None:

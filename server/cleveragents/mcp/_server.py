@@ -81,7 +81,8 @@ class McpServer:
     ) -> None:
         self.config = config
         self.hooks = hooks
-        """Who answers what the server asks (elicitation, roots) and hears its progress."""
+        """Who answers what the server asks (elicitation, sampling, roots) and hears its
+        progress; a connection keeps the hooks it started with."""
         self.scope: Scope = scope
         self.status: Status = "stopped"
         self.protocol_version: str | None = None
