@@ -15,7 +15,21 @@ from typing import Any
 import pytest
 
 from cleveragents.runs import RunRequest, RunService, RunSettings
-from cleveragents.tool import Message, RunResult, ToolCallRecord, ToolSpec, tool_message
+from cleveragents.tool import (
+    LLMRequest,
+    LLMResponse,
+    Message,
+    RunResult,
+    ToolCall,
+    ToolCallingRuntime,
+    ToolCallRecord,
+    ToolRegistry,
+    ToolRunner,
+    ToolSpec,
+    Usage,
+    tool_message,
+)
+from cleveragents.tool._context import estimate_message_tokens
 from kit.fake_anthropic import FakeAnthropic
 from kit.fake_anthropic import Turn as ClaudeTurn
 from kit.fake_gemini import FakeGemini, Step
@@ -182,3 +196,41 @@ def test_the_fakes_refuse_images_where_their_providers_do() -> None:
     assert "inline_data or file_data" in (gemini_problem(sibling) or "")
     output = [{"type": "function_call_output", "output": [{"type": "image_url"}]}]
     assert "Supported values are" in (responses_problem(output) or "")
+
+
+class ImageCountingModel:
+    """Calls ``t/picture`` every iteration until ``turns``, counting each image as a
+    provider does (a fixed cost, not its base64), and reporting that count as its usage."""
+
+    blocking = False
+
+    def __init__(self, window: int, turns: int) -> None:
+        self.context_window = window
+        self.turns = turns
+        self.seen: list[list[Message]] = []
+
+    def __call__(self, request: LLMRequest) -> LLMResponse:
+        self.seen.append(list(request.messages))
+        size = sum(len(m.content) // 4 + 1600 * len(m.media) for m in request.messages)
+        if request.iteration >= self.turns:
+            return LLMResponse("done", usage=Usage(size, 5))
+        call = ToolCall(f"c{request.iteration}", "t/picture", {})
+        return LLMResponse("looking", [call], usage=Usage(size, 5))
+
+
+def test_pruning_drops_old_images_and_counts_each_as_a_fixed_cost() -> None:
+    registry = ToolRegistry()
+    registry.register(ToolSpec("t/picture", "A picture.", {"type": "object"}, lambda i: BLOCKS))
+    model = ImageCountingModel(window=12_000, turns=20)
+    runtime = ToolCallingRuntime(registry, ToolRunner(registry), model, max_iterations=50)
+    result = runtime.run_tool_loop("look at each picture")
+    assert result.content == "done"
+    last = [m for m in model.seen[-1] if m.role == "tool"]
+    assert not last[0].media  # pruned: its images left with its text
+    assert "was cut from the conversation" in last[0].content
+    assert last[-1].media  # the latest keep theirs
+    assert all(r.output == BLOCKS for r in result.tool_call_history)  # records keep blocks
+    with_media = Message("tool", "x", [], "c1", "t/x", media=last[-1].media)
+    assert estimate_message_tokens(with_media) == estimate_message_tokens(
+        Message("tool", "x", [], "c1", "t/x")
+    ) + 1600 * len(last[-1].media)

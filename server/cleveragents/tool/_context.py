@@ -44,6 +44,9 @@ for the models we know; code and other scripts run denser, so the budget compact
 little early rather than late."""
 MESSAGE_OVERHEAD = 4
 """Tokens a message costs beyond its text (role, separators)."""
+MEDIUM_TOKENS = 1600
+"""Tokens one image or audio clip of a tool result is counted as: what a provider
+charges for a large image (about 1.15 megapixels), not its base64's length."""
 PRUNE_MIN_BYTES = 512
 """A tool output shorter than this is left as it is: its stub would save nothing."""
 SUMMARY_INPUT_SHARE = 0.5
@@ -149,7 +152,7 @@ def estimate_message_tokens(message: Message) -> int:
             total += estimate_text_tokens(_json(part.state))
     if message.state is not None:
         total += estimate_text_tokens(_json(message.state))
-    return total
+    return total + MEDIUM_TOKENS * len(message.media)
 
 
 def estimate_tools_tokens(tools: Sequence[ToolSchema]) -> int:
@@ -293,12 +296,12 @@ class ContextBudget:
             if message.role != "tool" or call_id is None or call_id in self.pruned:
                 continue
             size = len(message.content.encode("utf-8", "surrogatepass"))
-            if size < PRUNE_MIN_BYTES:
+            if size < PRUNE_MIN_BYTES and not message.media:
                 continue
             name = message.name or "the tool"
             where = keeper(call_id, name, message.content) if keeper is not None else None
             stub = prune_stub(name, size, where)
-            messages[index] = attrs.evolve(message, content=stub)
+            messages[index] = attrs.evolve(message, content=stub, media=[])  # images go too
             self.pruned.add(call_id)
             pruned[call_id] = stub
         if not pruned:

@@ -107,6 +107,7 @@ def rebuild(events: Iterable[dict[str, Any]], until: int | None = None) -> Rebui
         stub = pruned.get(message.tool_call_id or "") if message.role == "tool" else None
         if stub is not None:
             message.content = stub
+            message.media = []  # a pruned output's images went with it
     parent = meta.get("continueFrom")
     parent_until = None
     fork = meta.get("forkFrom")
