@@ -35,15 +35,31 @@ ALLOWED: dict[str, set[str]] = {
     "runs": {"tool", "workspace", "llm", "mcp", "transcripts", "checkpoints"},
     "rpc": {"tool", "workspace", "protocol", "mcp", "runs"},
     "daemon": {
-        "tool", "workspace", "llm", "protocol", "mcp", "transcripts", "runs", "rpc", "checkpoints",
-    },  # fmt: skip
+        "tool",
+        "workspace",
+        "llm",
+        "protocol",
+        "mcp",
+        "transcripts",
+        "runs",
+        "rpc",
+        "checkpoints",
+    },
     # The terminal is a face of the run service: `cleveragents run` runs the service and
     # the built-in tools in its own process, as the daemon does (no daemon, no pygls),
     # and scrubs its log lines with the model layer's filter.
     "client": {"tool", "protocol", "runs", "workspace", "llm", "checkpoints"},
     "acp": {
-        "tool", "workspace", "llm", "protocol", "mcp", "transcripts", "runs", "rpc", "checkpoints",
-    },  # fmt: skip
+        "tool",
+        "workspace",
+        "llm",
+        "protocol",
+        "mcp",
+        "transcripts",
+        "runs",
+        "rpc",
+        "checkpoints",
+    },
 }
 for _layer in ("mcp", "transcripts", "runs", "rpc", "daemon", "client", "acp"):
     ALLOWED[_layer].add("statedir")

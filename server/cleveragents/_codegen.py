@@ -17,7 +17,8 @@ from cleveragents.llm import errors as llm_errors
 from cleveragents.tool import CleverAgentsError, error_classes
 
 TYPESCRIPT_FILE = "protocol.ts"
-_LAYERS = (checkpoints, daemon, llm_errors, mcp, rpc, runs, workspace)  # imported for their error classes
+# Imported for their error classes:
+_LAYERS = (checkpoints, daemon, llm_errors, mcp, rpc, runs, workspace)
 
 
 def wire_errors() -> tuple[type[CleverAgentsError], ...]:

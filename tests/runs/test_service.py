@@ -24,8 +24,8 @@ from cleveragents.tool import (
     RunEvent,
     RunFinished,
     RunStarted,
-    ToolCallFinished,
     ToolAnnotations,
+    ToolCallFinished,
     ToolCallStarted,
     ToolSpec,
 )
