@@ -33,6 +33,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "server"))
 from _smoke import sized, verdict
 
 from cleveragents.mcp import McpServer, McpServerConfig
+from cleveragents.tool import CancelToken, ToolActorContext, ToolCallContext
 from mcp import Client, StdioServerParameters
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -76,17 +77,18 @@ async def per_call(log_dir: Path, calls: int, rounds: int) -> tuple[float, float
     await server.wait_ready(timeout=30)
     (spec,) = [s for s in server.tool_specs() if s.name == "mcp:bench/echo_text"]
     handler: Any = spec.handler
+    call = ToolCallContext("bench", spec.name, 1, arguments, ToolActorContext(), CancelToken())
     ours: list[float] = []
     floor: list[float] = []
     params = StdioServerParameters(command=sys.executable, args=[SERVER])
     async with Client(params, mode="legacy") as client:
         for _ in range(sized(5, 1)):  # warm both
-            await handler(dict(arguments))
+            await handler(dict(arguments), call)
             await client.call_tool("echo_text", arguments)
         for _ in range(rounds):
             started = time.perf_counter()
             for _ in range(calls):
-                await handler(dict(arguments))
+                await handler(dict(arguments), call)
             ours.append((time.perf_counter() - started) / calls)
             started = time.perf_counter()
             for _ in range(calls):

@@ -290,7 +290,11 @@ class CleverAgentsServer:
         for folder in params.event.added:
             self.workspace.add_folder(folder)
         if self.runs is not None:  # MCP servers hear of their new roots
-            self._roots_changing = asyncio.ensure_future(self.runs.service.roots_changed())
+            try:
+                loop = asyncio.get_running_loop()
+            except RuntimeError:  # called off the daemon's loop: no server is connected
+                return
+            self._roots_changing = loop.create_task(self.runs.service.roots_changed())
 
     def _progress_cancel(self, raw: Any) -> None:
         token = raw.get("token") if isinstance(raw, dict) else None
