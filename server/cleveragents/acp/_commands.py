@@ -23,7 +23,7 @@ import weakref
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..checkpoints import DiffResult, FileChange, Note, RestoreResult, diffstat, quote_path
+from ..checkpoints import FileChange, Note, RestoreResult, diffstat, quote_path
 from ..tool import CleverAgentsError
 
 if TYPE_CHECKING:
@@ -85,17 +85,7 @@ async def _run(session: Session, name: str, argument: str) -> str:
 async def _diff(session: Session, argument: str) -> str:
     if argument:
         return "/diff takes no argument"
-    runs: list[str] = list(session.meta["runs"])
-    root = session.roots[0]
-
-    def work() -> DiffResult:
-        store = session.service.checkpoint_stores.open(root)
-        taken = [c for run_id in runs for c in store.checkpoints(run_id)]
-        if not taken:
-            return DiffResult((), "")
-        return store.diff(taken[0].id, taken[-1].id)
-
-    diff = await asyncio.to_thread(work)
+    diff = await session.service.diff_runs(session.roots[0], list(session.meta["runs"]))
     if not diff.files:
         return "This session changed no files."
     stat = "\n".join(diffstat(diff.files, STAT_WIDTH))

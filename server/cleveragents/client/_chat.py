@@ -463,17 +463,8 @@ class Chat:
 
 async def chat_diff(service: RunService, root: str, run_ids: Sequence[str]) -> DiffResult:
     """What runs ``run_ids`` (a chat's turns, oldest first) changed in the workspace
-    ``root``: from the first checkpoint of the first one that took any to the last
-    checkpoint of the last one."""
-
-    def work() -> DiffResult:
-        store = service.checkpoint_stores.open(root)
-        taken = [c for run_id in run_ids for c in store.checkpoints(run_id)]
-        if not taken:
-            return DiffResult((), "")
-        return store.diff(taken[0].id, taken[-1].id)
-
-    return await asyncio.to_thread(work)
+    ``root``."""
+    return await service.diff_runs(root, run_ids)
 
 
 def say(text: str) -> None:

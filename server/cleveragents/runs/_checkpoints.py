@@ -26,7 +26,7 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -347,6 +347,20 @@ class CheckpointOps:
             self._allowed(run_id, root, roots)
             store = self.checkpoint_stores.open(root)
             return run_diff(store, run_id, iteration, live=live)
+
+        return await asyncio.to_thread(work)
+
+    async def diff_runs(self, root: str, run_ids: Sequence[str]) -> DiffResult:
+        """What runs ``run_ids`` (a conversation's turns, oldest first) changed together
+        in the workspace ``root``: from the first checkpoint of the first run that took
+        any to the last checkpoint of the last one. Empty when none took one."""
+
+        def work() -> DiffResult:
+            store = self.checkpoint_stores.open(root)
+            taken = [c for run_id in run_ids for c in store.checkpoints(run_id)]
+            if not taken:
+                return DiffResult((), "")
+            return store.diff(taken[0].id, taken[-1].id)
 
         return await asyncio.to_thread(work)
 
