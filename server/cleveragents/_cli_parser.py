@@ -395,6 +395,10 @@ def _add_serve(sub: Any) -> None:
         "AGENTS.md); over LSP, run/start's instructions: true still asks for it",
     )  # fmt: skip
     serve.add_argument(
+        "--no-checkpoints", dest="checkpoints", action="store_false",
+        help="runs take no checkpoints of the workspace (no diff nor revert of them)",
+    )  # fmt: skip
+    serve.add_argument(
         "--protocol", choices=("lsp", "acp"), default="lsp",
         help="lsp: our protocol, LSP-framed (default); acp: the Agent Client Protocol",
     )  # fmt: skip

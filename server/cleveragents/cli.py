@@ -119,12 +119,13 @@ def _command(args: argparse.Namespace) -> int:
             from . import acp
 
             acp_code: int = acp.serve(
-                args.state_dir, args.model, args.profile, servers, instructions=args.instructions
-            )
+                args.state_dir, args.model, args.profile, servers,
+                instructions=args.instructions, checkpoints=args.checkpoints,
+            )  # fmt: skip
             return acp_code
         code: int = serve(
             args.state_dir, args.tcp, args.model, args.profile, token_file=args.token_file,
-            mcp_servers=servers, instructions=args.instructions,
+            mcp_servers=servers, instructions=args.instructions, checkpoints=args.checkpoints,
         )  # fmt: skip
         return code
     if (

@@ -113,6 +113,19 @@ async def test_diff_then_undo_refused_forced_and_undone_by_restore(
     assert replies(client, session)[-1] == "/undo: no turn of this session to undo"
 
 
+async def test_serve_no_checkpoints_takes_none_so_diff_shows_nothing(
+    spawn: Spawn, workspace: Path, state_dir: Path
+) -> None:
+    client = await spawn(WRITE, "--no-checkpoints")
+    client.on_request = allow
+    session = (await client.new_session(workspace))["sessionId"]
+    assert await client.prompt(session, "write notes") == {"stopReason": "end_turn"}
+    assert (workspace / "notes.md").exists()  # the run wrote...
+    assert not (state_dir / "checkpoints").exists()  # ...and no store was even opened
+    await client.prompt(session, "/diff")
+    assert replies(client, session)[-1] == "This session changed no files."
+
+
 async def test_a_session_that_changed_nothing_says_so_and_bad_arguments_are_replies(
     spawn: Spawn, workspace: Path
 ) -> None:

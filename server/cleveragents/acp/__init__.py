@@ -43,6 +43,7 @@ def create_agent(
     mcp_servers: Sequence[McpServerConfig] = (),
     *,
     instructions: bool = True,
+    checkpoints: bool = True,
 ) -> AcpAgent:
     """The agent and its run service; ``mcp_servers`` start with the service (so call it
     on a running loop when there are any) and serve every session, beside each
@@ -58,7 +59,7 @@ def create_agent(
     settings = RunSettings(
         state_dir=state_dir or default_state_dir(), model=model,
         automation_profile=automation_profile, mcp_servers=tuple(mcp_servers),
-        instructions=instructions,
+        instructions=instructions, checkpoints=checkpoints,
     )  # fmt: skip
     return AcpAgent(settings, builtin_tools(shell=ShellTool()))
 
@@ -70,12 +71,15 @@ def serve(
     mcp_servers: Sequence[McpServerConfig] = (),
     *,
     instructions: bool = True,
+    checkpoints: bool = True,
 ) -> int:
     """Serve ACP on stdio until the client leaves; returns the process exit code."""
     from ..rpc import prepare_process
     from ._transport import serve_stdio
 
-    agent = create_agent(state_dir, model, automation_profile, instructions=instructions)
+    agent = create_agent(
+        state_dir, model, automation_profile, instructions=instructions, checkpoints=checkpoints
+    )
     prepare_process()  # the collector policy included, as for the LSP daemon
 
     async def serving() -> int:
