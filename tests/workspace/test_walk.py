@@ -20,8 +20,19 @@ from cleveragents.workspace._walk import DEFAULT_MAX_DEPTH, Walk
 DEEP = 1500
 
 
-def open_descriptors() -> set[str]:
-    return set(os.listdir("/proc/self/fd"))
+def open_descriptors(under: Path) -> set[str]:
+    """This process's descriptors open on something under ``under``: only those can be
+    the walk's (another thread of the test process may open or close its own meanwhile)."""
+    prefix = os.path.realpath(under)
+    found = set()
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            target = os.readlink(f"/proc/self/fd/{fd}")
+        except OSError:  # closed since the listing (the listing's own descriptor too)
+            continue
+        if target == prefix or target.startswith(prefix + os.sep):
+            found.add(fd)
+    return found
 
 
 def remove_chain(top: Path, name: str, levels: int) -> None:
@@ -100,25 +111,25 @@ def test_a_globs_own_depth_does_not_count_as_the_depth_cap(sandbox: Sandbox) -> 
 def test_a_chain_of_directories_is_walked_holding_two_descriptors(
     call: Caller, sandbox: Sandbox, deep_tree: str
 ) -> None:
-    before = open_descriptors()
+    before = open_descriptors(sandbox.base)
     most = 0
     for _entry in Walk(str(sandbox.root), str(sandbox.root), 10_000):
-        most = max(most, len(open_descriptors() - before))
+        most = max(most, len(open_descriptors(sandbox.base) - before))
     assert most <= 2
-    assert open_descriptors() == before
+    assert open_descriptors(sandbox.base) == before
 
 
 def test_a_walk_cut_short_or_stopped_closes_every_descriptor(
     call: Caller, sandbox: Sandbox, deep_tree: str
 ) -> None:
-    before = open_descriptors()
+    before = open_descriptors(sandbox.base)
     cut = make_caller(file_tools(WorkspaceLimits(max_list_results=100)), sandbox.root)
     assert cut("builtin/file-list", pattern="**")["truncated"] is True
     stopped = StopFlag()
     stopped.event.set()
     with pytest.raises(_Stopped):
         file_list({"pattern": "**", "sandbox_root": str(sandbox.root)}, WorkspaceLimits(), stopped)
-    assert open_descriptors() == before
+    assert open_descriptors(sandbox.base) == before
 
 
 # ----------------------------------------------------------------------------- stopping
