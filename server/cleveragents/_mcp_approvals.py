@@ -51,17 +51,7 @@ class Approvals:
         """``{server name: fingerprint}`` as the user approved them; ``{}`` when there is
         no file, or it is not this state dir's own (unsigned, planted, another
         workspace's), which is logged."""
-        try:
-            folder = self.state.folder(FOLDER)
-        except OSError:
-            return {}
-        if folder is None:
-            return {}
-        with folder:
-            try:
-                data = folder.read_bytes(self.name, MAX_BYTES)
-            except OSError:
-                return {}
+        data = self.state.read_file(FOLDER, self.name, limit=MAX_BYTES)
         if data is None:
             return {}
         try:

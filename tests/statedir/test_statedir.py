@@ -198,3 +198,22 @@ def test_a_planted_secret_is_replaced_not_used(tmp_path: Path, plant: str) -> No
     assert target.read_bytes() == known  # the link's target untouched
     assert stat.S_ISREG(os.lstat(secret).st_mode)
     assert _mode(secret) == 0o600
+
+
+def test_read_file_gives_a_kept_file_whole_and_none_for_anything_else(tmp_path: Path) -> None:
+    state = StateDir(tmp_path / "state")
+    assert state.read_file("kept", "a.json", limit=100) is None  # no folder yet
+    with state.folder("kept", create=True) as folder:  # type: ignore[union-attr]
+        folder.replace("a.json", b'{"a": 1}')
+        folder.replace("big.json", b"x" * 101)
+    assert state.read_file("kept", "a.json", limit=100) == b'{"a": 1}'
+    assert state.read_file("kept", "missing.json", limit=100) is None
+    assert state.read_file("kept", "big.json", limit=100) is None  # over the limit
+    secret = tmp_path / "secret.json"
+    secret.write_bytes(b"not the state dir's")
+    os.symlink(secret, tmp_path / "state" / "kept" / "link.json")
+    assert state.read_file("kept", "link.json", limit=100) is None  # never followed
+    os.mkfifo(tmp_path / "state" / "kept" / "fifo.json")
+    assert _within_5_s(lambda: state.read_file("kept", "fifo.json", limit=100)) is None
+    os.symlink(tmp_path, tmp_path / "state" / "linked")
+    assert state.read_file("linked", "secret.json", limit=100) is None  # a linked folder

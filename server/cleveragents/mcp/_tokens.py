@@ -37,17 +37,7 @@ class TokenStore:
         """What is kept for server ``name`` at ``url`` (``tokens``, ``client``,
         ``expires_at``); empty when nothing is, or it was kept for another URL."""
         with self._lock:
-            try:
-                folder = self._state.folder(FOLDER)
-            except OSError:
-                return {}
-            if folder is None:
-                return {}
-            with folder:
-                try:
-                    raw = folder.read_bytes(_file(name), MAX_FILE_BYTES)
-                except OSError:
-                    return {}
+            raw = self._state.read_file(FOLDER, _file(name), limit=MAX_FILE_BYTES)
         if raw is None:
             return {}
         try:

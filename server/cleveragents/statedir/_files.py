@@ -136,6 +136,21 @@ class StateDir:
             raise
         return Folder(fd, path)
 
+    def read_file(self, *names: str, limit: int) -> bytes | None:
+        """The whole regular file ``STATE/names...`` (the last name the file's), or
+        ``None`` when a folder or the file is missing, is a link or not a regular file,
+        holds more than ``limit`` bytes, or cannot be read: for state a reader does
+        without (tokens, approvals), where each of these means "nothing kept"."""
+        *folders, name = names
+        try:
+            folder = self.folder(*folders)
+            if folder is None:
+                return None
+            with folder:
+                return folder.read_bytes(name, limit)
+        except OSError:
+            return None
+
     def key(self, purpose: str) -> bytes | None:
         """A secret of this state dir for ``purpose`` (an HMAC key), derived from
         ``STATE/secret.key``; ``None`` when that cannot be read nor made (no state dir
