@@ -19,6 +19,8 @@ from kit.paths import ROOT
 
 PACKAGE = ROOT / "server" / "cleveragents"
 
+# The two JSON-RPC faces stand on the same layers, and never on each other.
+FACE = {"tool", "workspace", "llm", "protocol", "mcp", "transcripts", "runs", "rpc", "checkpoints"}
 # Which sibling packages each layer may import.
 ALLOWED: dict[str, set[str]] = {
     # Files under the state dir by descriptor: the standard library only, below every
@@ -34,32 +36,12 @@ ALLOWED: dict[str, set[str]] = {
     # A run's checkpoints are the run service's: it snapshots, diffs and reverts.
     "runs": {"tool", "workspace", "llm", "mcp", "transcripts", "checkpoints"},
     "rpc": {"tool", "workspace", "protocol", "mcp", "runs"},
-    "daemon": {
-        "tool",
-        "workspace",
-        "llm",
-        "protocol",
-        "mcp",
-        "transcripts",
-        "runs",
-        "rpc",
-        "checkpoints",
-    },
+    "daemon": set(FACE),
     # The terminal is a face of the run service: `cleveragents run` runs the service and
     # the built-in tools in its own process, as the daemon does (no daemon, no pygls),
     # and scrubs its log lines with the model layer's filter.
     "client": {"tool", "protocol", "runs", "workspace", "llm", "checkpoints"},
-    "acp": {
-        "tool",
-        "workspace",
-        "llm",
-        "protocol",
-        "mcp",
-        "transcripts",
-        "runs",
-        "rpc",
-        "checkpoints",
-    },
+    "acp": set(FACE),
 }
 for _layer in ("mcp", "transcripts", "runs", "rpc", "daemon", "client", "acp"):
     ALLOWED[_layer].add("statedir")

@@ -317,15 +317,7 @@ def _add_checkpoint_commands(runs_sub: Any) -> None:
         "--to-iteration", type=int, metavar="K",
         help="put the files back as they were after iteration K instead (0: before the run)",
     )  # fmt: skip
-    revert.add_argument(
-        "--dry-run", action="store_true", help="say what it would do, and change nothing"
-    )
-    revert.add_argument(
-        "--force",
-        action="store_true",
-        help="overwrite files changed since the run's last checkpoint",
-    )
-    revert.add_argument("--state-dir", type=Path, metavar="DIR")
+    _putting_back(revert, "overwrite files changed since the run's last checkpoint")
     restore = runs_sub.add_parser(
         "restore", help="put the workspace back to a checkpoint (undo a revert)",
         description="Put the workspace's files back as they were at a checkpoint: the one a "
@@ -336,15 +328,16 @@ def _add_checkpoint_commands(runs_sub: Any) -> None:
         "--workspace", type=Path, metavar="DIR",
         help="the workspace the checkpoint is of (default: the one whose store holds it)",
     )  # fmt: skip
-    restore.add_argument(
+    _putting_back(restore, "overwrite files changed since the workspace's newest checkpoint")
+
+
+def _putting_back(parser: Any, force_help: str) -> None:
+    """The flags of the commands that put files back (``runs revert``, ``runs restore``)."""
+    parser.add_argument(
         "--dry-run", action="store_true", help="say what it would do, and change nothing"
     )
-    restore.add_argument(
-        "--force",
-        action="store_true",
-        help="overwrite files changed since the workspace's newest checkpoint",
-    )
-    restore.add_argument("--state-dir", type=Path, metavar="DIR")
+    parser.add_argument("--force", action="store_true", help=force_help)
+    parser.add_argument("--state-dir", type=Path, metavar="DIR")
 
 
 def _add_models_and_keys(sub: Any) -> None:
