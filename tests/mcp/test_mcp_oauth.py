@@ -254,3 +254,29 @@ async def test_a_refused_sign_in_fails_the_server_with_the_servers_words(tmp_pat
     assert callback._take("/callback?error=access_denied&state=s")[0].startswith("400")
     result = await callback.result()
     assert result == "the authorization server refused the sign-in: access_denied"
+
+
+async def test_a_2025_03_26_server_naming_an_issuer_on_its_own_origin_signs_in(
+    tmp_path: Path,
+) -> None:
+    browser = Browser()
+    async with (
+        auth_server("--legacy-issuer", "/oauth") as web,
+        connected(web.url, tmp_path, browser) as server,
+    ):
+        await until(lambda: server.status == "ready")
+        assert await server.call_tool("add", {"a": 2, "b": 2}) == {"result": 4}
+        assert web.get("/stats")["code"] == 1
+
+
+async def test_a_2025_03_26_server_naming_an_issuer_elsewhere_is_refused(tmp_path: Path) -> None:
+    browser = Browser()
+    async with (
+        auth_server("--legacy-issuer", "http://attacker.example") as web,
+        connected(web.url, tmp_path, browser) as server,
+    ):
+        await server.wait_ready()
+        assert server.status == "failed"
+        assert "issuer" in (server.error or "")
+        assert browser.urls == []
+        assert web.get("/stats")["authorize"] == 0

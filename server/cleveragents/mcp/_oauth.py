@@ -22,6 +22,7 @@ Imports the SDK: loaded only through ``_transport``.
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 import secrets
 import time
@@ -194,6 +195,48 @@ class _CodeGrant(OAuthClientProvider):
     def __init__(self, owner: Authorizer, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self._owner = owner
+        self._legacy_issuer: str | None = None
+        """The issuer a 2025-03-26 server's own metadata names on its own origin (see
+        :meth:`_legacy_metadata`), once seen."""
+
+    def _expected_issuer(self) -> str:
+        if self.context.auth_server_url is None and self._legacy_issuer is not None:
+            return self._legacy_issuer
+        return super()._expected_issuer()
+
+    async def _legacy_metadata(self, outgoing: httpx2.Request, response: httpx2.Response) -> bool:
+        """Whether ``response`` is a 2025-03-26 server's metadata (no protected resource
+        metadata, so fetched from its origin's well-known URL) naming an issuer with a
+        path on that same origin, as servers of that revision may: the SDK holds the
+        issuer to the origin (RFC 8414 section 3.3) and would refuse it. Such an issuer
+        is taken (remembered for the flow's retry), since the metadata came from the
+        server's own origin and names it; an issuer on any other origin is still
+        refused, which is what the check is for (mix-up attacks)."""
+        if self._legacy_issuer is not None or self.context.auth_server_url is not None:
+            return False
+        origin = _origin_of(self.context.server_url)
+        if response.status_code != 200 or str(outgoing.url) != (
+            f"{origin}/.well-known/oauth-authorization-server"
+        ):
+            return False
+        with contextlib.suppress(ValueError, UnicodeDecodeError, AttributeError):
+            issuer = json.loads(await response.aread()).get("issuer")
+            if (
+                isinstance(issuer, str)
+                and issuer.rstrip("/") != origin
+                and _origin_of(issuer) == origin
+                and not urlsplit(issuer).query
+                and not urlsplit(issuer).fragment
+            ):
+                self._legacy_issuer = issuer
+                logger.info(
+                    "MCP server %s: its 2025-03-26 authorization metadata names the issuer "
+                    "%s on its own origin; taken",
+                    self._owner.config.name,
+                    issuer,
+                )
+                return True
+        return False
 
     async def _initialize(self) -> None:
         await super()._initialize()
@@ -243,11 +286,23 @@ class _CodeGrant(OAuthClientProvider):
                     flow = super()._auth_flow(request)
                     outgoing = await flow.__anext__()
                     continue
+                if outgoing is not request and await self._legacy_metadata(outgoing, response):
+                    await flow.aclose()  # it holds the origin as the issuer: start over
+                    flow = super()._auth_flow(request)
+                    outgoing = await flow.__anext__()
+                    continue
                 outgoing = await flow.asend(response)
         except StopAsyncIteration:
             return
         finally:
             await flow.aclose()
+
+
+def _origin_of(url: str) -> str:
+    """``scheme://host[:port]`` of ``url``, as the SDK builds a 2025-03-26 server's
+    well-known URL."""
+    parts = urlsplit(url)
+    return f"{parts.scheme}://{parts.netloc}"
 
 
 def _fit_auth_method(context: Any) -> None:

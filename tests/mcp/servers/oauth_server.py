@@ -1,6 +1,6 @@
 """An MCP server behind OAuth, with its own authorization server, for the client's tests.
 
-Run as ``python oauth_server.py [--expires-in S]``: it prints ``listening on URL`` (the
+Run as ``python oauth_server.py [--expires-in S] [--legacy-issuer ISSUER]``: it prints ``listening on URL`` (the
 MCP endpoint, ``URL`` = ``http://127.0.0.1:PORT/mcp``) once it serves. The resource and
 the authorization server enforce what the specs say a client must do, and refuse
 anything else with the OAuth error a real one gives:
@@ -45,6 +45,12 @@ PRE_SECRET = "pre-registered-client-secret-0123456789"
 
 parser = argparse.ArgumentParser()
 parser.add_argument("--expires-in", type=int, default=3600)
+parser.add_argument(
+    "--legacy-issuer",
+    help="serve as a 2025-03-26 server: no protected resource metadata (and none named in "
+    "the challenge), and authorization server metadata at the origin naming this issuer "
+    "(a path on the origin, or an absolute URL)",
+)
 options = parser.parse_args()
 
 mcp = MCPServer("oauth-test-server")
@@ -119,7 +125,8 @@ async def authorize(request: Request) -> Response:
         return error(400, "invalid_request", "response_type=code and state are required")
     if q.get("code_challenge_method") != "S256" or len(q.get("code_challenge", "")) < 43:
         return error(400, "invalid_request", "PKCE with S256 is required")
-    if q.get("resource") != f"{base}/mcp":
+    legacy_without = options.legacy_issuer and "resource" not in q  # 2025-03-26 predates it
+    if q.get("resource") != f"{base}/mcp" and not legacy_without:
         return error(400, "invalid_target", "resource must be the MCP server's URL")
     stats["authorize"] += 1
     code = secrets.token_urlsafe(24)
@@ -128,7 +135,7 @@ async def authorize(request: Request) -> Response:
         "client_id": q["client_id"],
         "redirect_uri": redirect,
         "challenge": q["code_challenge"],
-        "resource": q["resource"],
+        "resource": q.get("resource"),
         "scope": q.get("scope", ""),
         "expires": time.time() + 60,
     }
@@ -188,6 +195,9 @@ def challenge(status: int, scope: str, extra: str = "") -> Response:
         f'Bearer resource_metadata="{base}/.well-known/oauth-protected-resource/mcp", '
         f'scope="{scope}"{extra}'
     )
+    if options.legacy_issuer:
+        header = f'Bearer scope="{scope}"{extra}'
+
     return Response(status_code=status, headers={"WWW-Authenticate": header})
 
 
@@ -198,7 +208,9 @@ async def app(scope: Scope, receive: Receive, send: Send) -> None:
     request = Request(scope, receive)
     path = scope["path"]
     response: Response | None = None
-    if path == "/.well-known/oauth-protected-resource/mcp":
+    if path.startswith("/.well-known/oauth-protected-resource") and options.legacy_issuer:
+        response = error(404, "not_found", "no protected resource metadata (2025-03-26)")
+    elif path == "/.well-known/oauth-protected-resource/mcp":
         response = JSONResponse(
             {
                 "resource": f"{base}/mcp",
@@ -207,8 +219,11 @@ async def app(scope: Scope, receive: Receive, send: Send) -> None:
             }
         )
     elif path == "/.well-known/oauth-authorization-server":
+        issuer = options.legacy_issuer or base
+        if issuer.startswith("/"):
+            issuer = base + issuer
         response = JSONResponse({
-            "issuer": base, "authorization_endpoint": f"{base}/authorize",
+            "issuer": issuer, "authorization_endpoint": f"{base}/authorize",
             "token_endpoint": f"{base}/token", "registration_endpoint": f"{base}/register",
             "response_types_supported": ["code"], "code_challenge_methods_supported": ["S256"],
             "grant_types_supported": ["authorization_code", "refresh_token"],
