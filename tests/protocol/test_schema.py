@@ -41,8 +41,12 @@ def test_the_checked_in_schema_directory_is_up_to_date() -> None:
 
 
 def test_the_schema_directory_stays_small() -> None:
-    lines = sum(text.count("\n") for text in _on_disk().values())
-    assert lines < 3000
+    """Each type is said once, in the document; a per-type file is only a ``$ref`` (the
+    total grows with the wire itself, not with copies of it)."""
+    on_disk = _on_disk()
+    stubs = {n: t for n, t in on_disk.items() if n not in ("protocol.schema.json", "methods.json")}
+    assert all(text.count("\n") <= 6 for text in stubs.values())
+    assert sum(text.count("\n") for text in on_disk.values()) < 4000
 
 
 def test_the_document_holds_every_type_once_under_defs_with_an_id() -> None:

@@ -9,7 +9,7 @@ export type ChangeStatus = "added" | "modified" | "deleted";
 
 export type Decision = "allow" | "ask" | "deny";
 
-export type McpGrant = "authorization_code" | "client_credentials";
+export type McpGrant = "authorization_code" | "client_credentials" | "identity_assertion";
 
 export type McpProtocol = "2025-11-25" | "2026-07-28";
 
@@ -207,6 +207,15 @@ export interface McpElicitResult {
   content?: Record<string, unknown>;
 }
 
+/** The enterprise identity provider of the `identity_assertion` grant (MCP Enterprise-Managed Authorization, SEP-990): the person's ID token from it is exchanged there (RFC 8693) for an ID-JAG, which the server's authorization server takes for an access token (RFC 7523). */
+export interface McpIdentityProvider {
+  clientId: string;
+  clientSecret?: string;
+  issuer?: string;
+  tokenEndpoint?: string;
+  idTokenFile?: string;
+}
+
 /** Params of `mcp/login`. */
 export interface McpLoginParams {
   name: string;
@@ -237,6 +246,8 @@ export interface McpOAuth {
   grant?: McpGrant;
   privateKeyFile?: string;
   signingAlgorithm?: string;
+  issuer?: string;
+  idp?: McpIdentityProvider;
 }
 
 /** Params of `mcp/remove`. */

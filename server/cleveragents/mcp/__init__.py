@@ -17,6 +17,7 @@ without it fails with :data:`SDK_MISSING` as its error.
 
 from ._config import (
     SERVER_NAME_PATTERN,
+    IdentityProviderConfig,
     McpConfigError,
     McpServerConfig,
     OAuthConfig,
@@ -50,6 +51,7 @@ __all__ = [
     "ElicitMode",
     "Elicitation",
     "ElicitationAnswer",
+    "IdentityProviderConfig",
     "McpConfigError",
     "McpServer",
     "McpServerConfig",

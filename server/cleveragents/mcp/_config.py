@@ -13,7 +13,7 @@ import math
 import re
 from collections.abc import Iterable, Mapping
 from types import MappingProxyType
-from typing import Literal, get_args
+from typing import Any, Literal, get_args
 from urllib.parse import urlsplit
 
 import attrs
@@ -24,7 +24,7 @@ ProtocolVersion = Literal["2025-11-25", "2026-07-28"]
 Trust = ToolKind
 """The kind a server's tools are trusted as: the core's read / write / execute."""
 Transport = Literal["stdio", "http"]
-Grant = Literal["authorization_code", "client_credentials"]
+Grant = Literal["authorization_code", "client_credentials", "identity_assertion"]
 
 SERVER_NAME_PATTERN = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 _PROTOCOLS: tuple[str, ...] = get_args(ProtocolVersion)
@@ -98,14 +98,78 @@ def _secret_repr(value: str | None) -> str:
     return "None" if value is None else "'***'"
 
 
+def _http_url(value: str, field: str) -> None:
+    parts = urlsplit(value)
+    if parts.scheme not in ("http", "https") or not parts.hostname or parts.query or parts.fragment:
+        raise McpConfigError(field, "must be an http(s) URL without a query or fragment")
+
+
+@attrs.frozen
+class IdentityProviderConfig:
+    """The enterprise identity provider of the ``identity_assertion`` grant (the MCP
+    Enterprise-Managed Authorization extension, SEP-990): the person's ID token from it is
+    exchanged there (RFC 8693) for an ID-JAG, which the MCP server's authorization server
+    takes for an access token (RFC 7523).
+
+    ``client_id`` (with ``client_secret`` when the identity provider authenticates its
+    clients) is this client at the identity provider. The ID token is read from
+    ``id_token_file`` when given (a token the user's single sign-on left there), else the
+    person signs in at ``issuer`` in a browser (OpenID Connect, code with PKCE).
+    ``token_endpoint`` defaults to the one ``issuer``'s OpenID configuration names.
+    """
+
+    client_id: str
+    client_secret: str | None = attrs.field(default=None, repr=_secret_repr)
+    issuer: str | None = None
+    token_endpoint: str | None = None
+    id_token_file: str | None = None
+
+    def __attrs_post_init__(self) -> None:
+        for field in ("client_id", "client_secret", "issuer", "token_endpoint", "id_token_file"):
+            value = getattr(self, field)
+            if value is not None and (not isinstance(value, str) or not value or "\0" in value):
+                raise McpConfigError(f"oauth.idp.{field}", "must be a non-empty string without NUL")
+        for field in ("issuer", "token_endpoint"):
+            value = getattr(self, field)
+            if value is not None:
+                _http_url(value, f"oauth.idp.{field}")
+        if self.issuer is None and self.token_endpoint is None:
+            raise McpConfigError("oauth.idp.issuer", "give the identity provider's issuer")
+        if self.issuer is None and self.id_token_file is None:
+            raise McpConfigError(
+                "oauth.idp.issuer",
+                "signing in at the identity provider needs its issuer (or give id_token_file)",
+            )
+
+
+def _idp(value: IdentityProviderConfig | Mapping[str, Any] | None) -> IdentityProviderConfig | None:
+    """An ``idp`` given as a table (a config file's) becomes its config."""
+    if value is None or isinstance(value, IdentityProviderConfig):
+        return value
+    if not isinstance(value, Mapping):
+        raise McpConfigError("oauth.idp", "must be a table of the identity provider's settings")
+    known = [field.name for field in attrs.fields(IdentityProviderConfig)]
+    unknown = [key for key in value if key not in known]
+    if unknown:
+        raise McpConfigError(
+            f"oauth.idp.{unknown[0]}", f"is not a setting (known: {', '.join(known)})"
+        )
+    if "client_id" not in value:
+        raise McpConfigError("oauth.idp.client_id", "the identity provider's client id is needed")
+    return IdentityProviderConfig(**value)
+
+
 @attrs.frozen
 class OAuthConfig:
     """How an HTTP server's client authorizes (the MCP authorization spec), when the entry
     says more than "discover everything".
 
-    ``grant`` is ``authorization_code`` (a person signs in in a browser; the default) or
+    ``grant`` is ``authorization_code`` (a person signs in in a browser; the default),
     ``client_credentials`` (machine to machine: ``client_id`` with ``client_secret``, or
-    with ``private_key_file``, a PEM key that signs a JWT with ``signing_algorithm``).
+    with ``private_key_file``, a PEM key that signs a JWT with ``signing_algorithm``) or
+    ``identity_assertion`` (enterprise-managed: ``client_id`` and ``client_secret`` at the
+    server's authorization server, whose ``issuer`` defaults to the one the server's
+    metadata names, and the identity provider ``idp``).
     ``client_id`` (with ``client_secret`` for a confidential client) is a client
     registered beforehand; without one, ``client_metadata_url`` (an https URL of a Client
     ID Metadata Document) is used where the authorization server supports it, else
@@ -120,8 +184,32 @@ class OAuthConfig:
     grant: Grant = "authorization_code"
     private_key_file: str | None = None
     signing_algorithm: str = "RS256"
+    issuer: str | None = None
+    idp: IdentityProviderConfig | None = attrs.field(default=None, converter=_idp)
 
     def __attrs_post_init__(self) -> None:
+        if self.issuer is not None:
+            if not isinstance(self.issuer, str) or "\0" in self.issuer:
+                raise McpConfigError("oauth.issuer", "must be a URL without NUL")
+            _http_url(self.issuer, "oauth.issuer")
+        if self.grant == "identity_assertion":
+            if self.idp is None:
+                raise McpConfigError(
+                    "oauth.idp", "the identity_assertion grant needs the identity provider"
+                )
+            if self.client_id is None or self.client_secret is None:
+                raise McpConfigError(
+                    "oauth.client_secret",
+                    "the identity_assertion grant needs client_id and client_secret (a "
+                    "confidential client of the server's authorization server)",
+                )
+        elif self.idp is not None:
+            raise McpConfigError("oauth.idp", "only the identity_assertion grant uses it")
+        elif self.issuer is not None:
+            raise McpConfigError("oauth.issuer", "only the identity_assertion grant pins it")
+        self._check_fields()
+
+    def _check_fields(self) -> None:
         for field in ("client_id", "client_secret", "client_metadata_url", "private_key_file"):
             value = getattr(self, field)
             if value is not None and (not isinstance(value, str) or not value or "\0" in value):

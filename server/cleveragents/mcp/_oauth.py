@@ -12,7 +12,7 @@ refresh and step-up; this module gives it what it lacks:
   open (the server's status becomes ``needsAuth``); the server's start-up clock stops
   meanwhile, and the wait is bounded by :data:`AUTHORIZATION_TIMEOUT_S`;
 - the client credentials grant from an entry's ``oauth`` (a secret, basic or post, or a
-  private key that signs a JWT);
+  private key that signs a JWT), and enterprise-managed authorization (``_enterprise``);
 - words for what failed (:attr:`Authorizer.failure`), never holding a token, a secret or
   a code.
 
@@ -51,6 +51,7 @@ from mcp.shared.auth import (
 from pydantic import AnyUrl, ValidationError
 
 from ._config import McpServerConfig
+from ._enterprise import EnterpriseAuth
 from ._errors import McpStartError
 from ._link import AuthEvents
 from ._tokens import TokenStore
@@ -116,6 +117,9 @@ class Authorizer:
             self.auth = _client_credentials(self.config, storage)
             return self.auth
         self._where = (stack, tasks, storage)
+        if oauth is not None and oauth.grant == "identity_assertion":
+            self.auth = EnterpriseAuth(self, self.config, storage)
+            return self.auth
         redirect = f"http://127.0.0.1{CALLBACK_PATH}"  # its port once the listener is up
         metadata = OAuthClientMetadata(
             client_name="cleveragents",
@@ -162,6 +166,21 @@ class Authorizer:
         context.client_metadata.redirect_uris = [redirect]
         if storage.pre_registered is not None:  # the client_info the flow holds
             storage.pre_registered.redirect_uris = [redirect]
+
+    async def redirect_uri(self) -> str:
+        """The loopback redirect URI of a sign-in elsewhere (the identity provider's),
+        its listener opened on a free port if it is not yet."""
+        if not self.callback.port:
+            assert self._where is not None
+            stack, tasks, _ = self._where
+            await self.callback.listen(stack, tasks, None)
+        return f"http://127.0.0.1:{self.callback.port}{CALLBACK_PATH}"
+
+    async def signed_in(self, url: str) -> AuthorizationCodeResult:
+        """The browser step of a sign-in at ``url`` (the server's status ``needsAuth``
+        meanwhile): its code, or ``OAuthFlowError`` with :attr:`failure` set."""
+        await self._redirect(url)
+        return await self._callback()
 
     async def _redirect(self, url: str) -> None:
         state = parse_qs(urlsplit(url).query).get("state", [""])[0]

@@ -7,7 +7,13 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Mapping, Sequence
 
-from ..mcp import McpConfigError, McpServerConfig, OAuthConfig, mcp_available
+from ..mcp import (
+    IdentityProviderConfig,
+    McpConfigError,
+    McpServerConfig,
+    OAuthConfig,
+    mcp_available,
+)
 from ..protocol import ParamsError, camel, wire
 from ..runs import CapabilityError
 
@@ -74,6 +80,12 @@ def secret_variable(name: str) -> str:
     return "CLEVERAGENTS_MCP_SECRET_" + name.upper().replace("-", "_")
 
 
+def idp_secret_variable(name: str) -> str:
+    """The daemon's environment variable that holds server ``name``'s identity provider
+    client secret when its entry gives none: ``CLEVERAGENTS_MCP_IDP_SECRET_<NAME>``."""
+    return "CLEVERAGENTS_MCP_IDP_SECRET_" + name.upper().replace("-", "_")
+
+
 def _oauth(entry: wire.McpServerEntry, environ: Mapping[str, str]) -> OAuthConfig | None:
     """The entry's ``oauth``, its client secret from the environment when not given (a
     secret kept out of the editor's settings)."""
@@ -83,6 +95,17 @@ def _oauth(entry: wire.McpServerEntry, environ: Mapping[str, str]) -> OAuthConfi
         secret = environ.get(secret_variable(entry.name)) or None
     if oauth is None:
         return None
+    idp = None
+    if oauth.idp is not None:
+        idp = IdentityProviderConfig(
+            client_id=oauth.idp.client_id,
+            client_secret=oauth.idp.client_secret
+            or environ.get(idp_secret_variable(entry.name))
+            or None,
+            issuer=oauth.idp.issuer,
+            token_endpoint=oauth.idp.token_endpoint,
+            id_token_file=oauth.idp.id_token_file,
+        )
     return OAuthConfig(
         client_id=oauth.client_id,
         client_secret=secret,
@@ -91,6 +114,8 @@ def _oauth(entry: wire.McpServerEntry, environ: Mapping[str, str]) -> OAuthConfi
         grant=oauth.grant or "authorization_code",
         private_key_file=oauth.private_key_file,
         signing_algorithm=oauth.signing_algorithm or "RS256",
+        issuer=oauth.issuer,
+        idp=idp,
     )
 
 
@@ -102,4 +127,8 @@ _WIRE_FIELDS = {
     "oauth.client_metadata_url": "oauth.clientMetadataUrl",
     "oauth.private_key_file": "oauth.privateKeyFile",
     "oauth.signing_algorithm": "oauth.signingAlgorithm",
+    "oauth.idp.client_id": "oauth.idp.clientId",
+    "oauth.idp.client_secret": "oauth.idp.clientSecret",
+    "oauth.idp.token_endpoint": "oauth.idp.tokenEndpoint",
+    "oauth.idp.id_token_file": "oauth.idp.idTokenFile",
 }

@@ -43,7 +43,23 @@ def entry(url: str, scenario: str, context: dict[str, Any], scratch: Path) -> di
         oauth["clientId"] = context["client_id"]
     if context.get("client_secret"):
         oauth["clientSecret"] = context["client_secret"]
-    if scenario.startswith("auth/client-credentials"):
+    if scenario.startswith("auth/cross-app-access"):
+        # Enterprise-managed: the person's ID token from their single sign-on, in a file.
+        id_token = scratch / "id-token"
+        id_token.write_text(context["idp_id_token"])
+        id_token.chmod(0o600)
+        oauth = {
+            "grant": "identity_assertion",
+            "clientId": context["client_id"],
+            "clientSecret": context["client_secret"],
+            "idp": {
+                "clientId": context["idp_client_id"],
+                "issuer": context["idp_issuer"],
+                "tokenEndpoint": context["idp_token_endpoint"],
+                "idTokenFile": str(id_token),
+            },
+        }
+    elif scenario.startswith("auth/client-credentials"):
         oauth = {"grant": "client_credentials", "clientId": context["client_id"]}
         if "private_key_pem" in context:
             key = scratch / "client-key.pem"

@@ -13,7 +13,32 @@ McpProtocol = Literal["2025-11-25", "2026-07-28"]
 McpTrust = ToolKind
 """The tool kind every tool of a server counts as: the core's own ``ToolKind``."""
 McpStatus = Literal["starting", "ready", "failed", "stopped", "needsAuth"]
-McpGrant = Literal["authorization_code", "client_credentials"]
+McpGrant = Literal["authorization_code", "client_credentials", "identity_assertion"]
+
+
+@attrs.define
+class McpIdentityProvider:
+    """The enterprise identity provider of the ``identity_assertion`` grant (MCP
+    Enterprise-Managed Authorization, SEP-990): the person's ID token from it is exchanged
+    there (RFC 8693) for an ID-JAG, which the server's authorization server takes for an
+    access token (RFC 7523)."""
+
+    __wire_strict__ = True
+
+    client_id: str
+    """This client at the identity provider."""
+    client_secret: str | None = opt()
+    """Its secret, when the identity provider authenticates its clients. Default: the daemon's
+    environment variable ``CLEVERAGENTS_MCP_IDP_SECRET_<NAME>``. Never logged, echoed or
+    stored."""
+    issuer: str | None = opt()
+    """The identity provider's issuer: where the person signs in (OpenID Connect, in a
+    browser) and whose OpenID configuration names the token endpoint."""
+    token_endpoint: str | None = opt()
+    """Its token endpoint, when its configuration should not be fetched."""
+    id_token_file: str | None = opt()
+    """A file (on the daemon's machine) holding the person's ID token from their single
+    sign-on; without it they sign in at ``issuer``."""
 
 
 @attrs.define
@@ -38,14 +63,20 @@ class McpOAuth:
     """An ``https`` URL of this client's Client ID Metadata Document, used as its client id where
     the authorization server supports it."""
     grant: McpGrant | None = opt()
-    """``authorization_code`` (default: a person signs in in a browser) or
+    """``authorization_code`` (default: a person signs in in a browser),
     ``client_credentials`` (machine to machine: ``clientId`` with ``clientSecret`` or
-    ``privateKeyFile``)."""
+    ``privateKeyFile``) or ``identity_assertion`` (enterprise-managed: ``clientId`` and
+    ``clientSecret`` at the server's authorization server, and ``idp``)."""
     private_key_file: str | None = opt()
     """A PEM private key (on the daemon's machine) that signs the client's JWT assertion
     (``private_key_jwt``) for ``client_credentials``."""
     signing_algorithm: str | None = opt()
     """The JWT's algorithm (``RS256`` default; ``ES256``, ``PS256``, ``EdDSA``...)."""
+    issuer: str | None = opt()
+    """``identity_assertion``: the issuer of the server's authorization server, pinned.
+    Default: the first one the server's protected resource metadata names."""
+    idp: McpIdentityProvider | None = opt()
+    """``identity_assertion``: the enterprise identity provider."""
 
 
 @attrs.define
