@@ -20,7 +20,7 @@ PUBLIC: dict[str, set[str]] = {
         "IterationStarted", "MessageDelta", "ReasoningDelta", "AssistantMessage", "Reasoning",
         "ProviderState", "RunError", "RunEvent", "RunFinished", "RunResult",
         "RunStarted", "RunStatus", "ToolCallFinished", "ToolCallStarted", "ToolCallProgress",
-        "Media", "result_message", "tool_message",
+        "Media", "result_message", "tool_message", "CallSettings",
         "JSONValue", "JsonRpcCode", "LLMCaller", "LLMRequest", "LLMResponse", "Message",
         "NullEventSink", "PermissionOutcome", "PermissionQuery", "ProviderFormat",
         "ProviderStreamError", "SchemaDefinitionError", "StageObserver", "ToolActivationError",

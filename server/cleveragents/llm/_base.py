@@ -104,6 +104,24 @@ class SdkCaller(ABC):
         """The room a request keeps for the answer (the spec's ``maxTokens``)."""
         return self.spec.max_tokens
 
+    def answer_cap(self, request: LLMRequest) -> int | None:
+        """The answer's token cap for this call: the spec's ``maxTokens`` and the call's
+        own (``LLMRequest.settings``), the smaller when both are set (the user's cap
+        stands); ``None``: the provider's default."""
+        own = self.spec.max_tokens
+        settings = request.settings
+        asked = settings.max_tokens if settings is not None else None
+        if asked is None:
+            return own
+        return asked if own is None else min(own, asked)
+
+    def temperature(self, request: LLMRequest) -> float | None:
+        """The call's own temperature, else the spec's (``None``: the provider's)."""
+        settings = request.settings
+        if settings is not None and settings.temperature is not None:
+            return settings.temperature
+        return self.spec.temperature
+
     def __repr__(self) -> str:  # never the key
         return f"{type(self).__name__}({self.spec.describe()!r})"
 

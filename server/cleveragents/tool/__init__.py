@@ -80,6 +80,7 @@ from ._spec import (
 from ._stream import StreamDraft
 from ._types import (
     RESERVED_INPUT_KEYS,
+    CallSettings,
     JSONValue,
     LLMCaller,
     LLMRequest,
@@ -105,6 +106,7 @@ __all__ = [
     "TOOL_NAME_PATTERN",
     "AllowAll",
     "AssistantMessage",
+    "CallSettings",
     "CancelToken",
     "Checkpointed",
     "CleverAgentsError",

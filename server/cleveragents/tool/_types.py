@@ -154,6 +154,22 @@ class ToolSchema:
     parameters: Mapping[str, JSONValue]
 
 
+@attrs.frozen(slots=True)
+class CallSettings:
+    """Settings for one model call alone, over the model's own (its spec's): what an MCP
+    server's sampling request asks for. ``None`` or empty: the model's own setting.
+
+    Advisory where a provider cannot take one (docs/models.md says which): its adapter
+    leaves it out rather than fail the call."""
+
+    max_tokens: int | None = None
+    """Tokens the answer may take at most; with the spec's own ``maxTokens`` too, the
+    smaller of the two (the user's cap stands)."""
+    temperature: float | None = None
+    stop: tuple[str, ...] = ()
+    """Stop sequences: the answer ends before the first of them."""
+
+
 def ignore_reasoning(text: str) -> None:
     """The default ``on_reasoning``: nobody reads the model's reasoning."""
 
@@ -176,7 +192,10 @@ class LLMRequest:
     on_reasoning: Callable[[str], None] = ignore_reasoning
     purpose: str = "turn"
     """``"turn"``: an iteration of the run; ``"summary"``: the summary of a compaction
-    (no tools; the answer replaces older messages)."""
+    (no tools; the answer replaces older messages); ``"sampling"``: an MCP server's
+    sampling request (no tools; the answer goes to the server, not the run)."""
+    settings: CallSettings | None = None
+    """This call's own settings over the model's (``None``: the model's alone)."""
 
 
 class LLMCaller(Protocol):

@@ -186,6 +186,13 @@ class AnthropicCaller(SdkCaller):
         if spec.cache:
             system, tools = mark_breakpoints(history.system, tools, history.messages)
         max_tokens = spec.max_tokens or DEFAULT_MAX_TOKENS + (plan.room if plan else 0)
+        settings = request.settings
+        if settings is not None and settings.max_tokens is not None:
+            # The call's cap is the answer's, in place of our default: thinking keeps its
+            # room on top (the API wants max_tokens above a thinking budget), within the
+            # spec's own cap.
+            asked = settings.max_tokens + (plan.room if plan else 0)
+            max_tokens = asked if spec.max_tokens is None else min(spec.max_tokens, asked)
         body: dict[str, Any] = {
             "model": spec.model,
             "max_tokens": max_tokens,
@@ -196,10 +203,15 @@ class AnthropicCaller(SdkCaller):
             body["system"] = system
         if tools:
             body["tools"] = tools
-        if spec.temperature is not None:
+        # With thinking on, a call's own temperature is advisory: the API refuses any
+        # but 1 beside thinking. The spec's is sent as set.
+        temperature = self.temperature(request) if plan is None else spec.temperature
+        if temperature is not None:
             # Recent SDKs dropped the keyword; the API still takes the field (and refuses
             # it beside thinking in its own words, which is the run's error).
-            body["extra_body"] = {"temperature": spec.temperature}
+            body["extra_body"] = {"temperature": temperature}
+        if settings is not None and settings.stop:
+            body["stop_sequences"] = list(settings.stop)
         if plan is not None:
             body["thinking"] = plan.thinking
             if plan.effort is not None:

@@ -31,6 +31,8 @@ from .._providers import Provider
 from .._retry import Failure, classify_common, classify_status, retry_after_seconds
 from ..spec import ReasoningSettings
 
+MAX_STOP = 5
+"""Gemini takes at most five stop sequences; a call's further ones are left out."""
 _RETRY_INFO = "type.googleapis.com/google.rpc.RetryInfo"
 _SECONDS = re.compile(r"(\d+(?:\.\d+)?)s")
 
@@ -56,10 +58,15 @@ class GeminiCaller(SdkCaller):
         tools = self.provider_tools(request)
         if tools:
             config["tools"] = tools
-        if spec.max_tokens is not None:
-            config["max_output_tokens"] = spec.max_tokens
-        if spec.temperature is not None:
-            config["temperature"] = spec.temperature
+        cap = self.answer_cap(request)
+        if cap is not None:
+            config["max_output_tokens"] = cap
+        temperature = self.temperature(request)
+        if temperature is not None:
+            config["temperature"] = temperature
+        settings = request.settings
+        if settings is not None and settings.stop:
+            config["stop_sequences"] = list(settings.stop[:MAX_STOP])
         thinking = thinking_config(spec.reasoning)
         if thinking:
             config["thinking_config"] = thinking

@@ -29,6 +29,9 @@ from .._providers import Provider
 from ..errors import ModelConfigError
 from ..spec import ModelSpec
 
+MAX_STOP = 4
+"""Chat completions take at most four stop sequences; a call's further ones are left out."""
+
 
 def reasoning_effort(spec: ModelSpec) -> str | None:
     """The spec's reasoning level for OpenAI's APIs (``None``: send none); a budget,
@@ -68,17 +71,24 @@ class OpenAIChatCaller(SdkCaller):
         tools = self.provider_tools(request)
         if tools:
             body["tools"] = tools
-        if spec.max_tokens is not None:
+        cap = self.answer_cap(request)
+        if cap is not None:
             # OpenAI's newer models refuse max_tokens; compatible servers may not know
             # max_completion_tokens yet.
-            body["max_completion_tokens" if self.base_url is None else "max_tokens"] = (
-                spec.max_tokens
-            )
-        if spec.temperature is not None:
-            body["temperature"] = spec.temperature
+            body["max_completion_tokens" if self.base_url is None else "max_tokens"] = cap
+        settings = request.settings
         if self._effort is not None:
             # "minimal" is only some models' level: the provider's refusal is the message.
             body["reasoning_effort"] = self._effort
+            # Reasoning models refuse temperature and stop: a call's own are advisory.
+            if spec.temperature is not None:
+                body["temperature"] = spec.temperature
+        else:
+            temperature = self.temperature(request)
+            if temperature is not None:
+                body["temperature"] = temperature
+            if settings is not None and settings.stop:
+                body["stop"] = list(settings.stop[:MAX_STOP])
         return body
 
     def _new_client(self, key: str) -> Any:

@@ -42,10 +42,14 @@ class OpenAIResponsesCaller(OpenAIChatCaller):
         tools = self.provider_tools(request)
         if tools:
             body["tools"] = tools
-        if spec.max_tokens is not None:
-            body["max_output_tokens"] = spec.max_tokens
-        if spec.temperature is not None:
-            body["temperature"] = spec.temperature
+        cap = self.answer_cap(request)
+        if cap is not None:
+            body["max_output_tokens"] = cap
+        # Reasoning models refuse temperature: a call's own is advisory. The API takes
+        # no stop sequences at all.
+        temperature = self.temperature(request) if spec.reasoning is None else spec.temperature
+        if temperature is not None:
+            body["temperature"] = temperature
         if spec.reasoning is not None:
             reasoning: dict[str, Any] = {}
             if self._effort is not None:
