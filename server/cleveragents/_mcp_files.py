@@ -155,14 +155,17 @@ def _toml_entry(
     if not isinstance(enabled, bool):
         raise McpFileError(f"{where}.enabled: must be true or false")
     if "oauth" in table:
-        fields["oauth"] = _oauth(table["oauth"], f"{where}.oauth")
+        fields["oauth"] = _oauth(table["oauth"], f"{where}.oauth", name, environ)
     return Entry(_build(fields, where, _TOML_FIELD_KEYS), source, table, enabled)
 
 
 _TOML_FIELD_KEYS = {"timeout_s": "tool_timeout_sec", "startup_timeout_s": "startup_timeout_sec"}
 
 
-def _oauth(value: object, where: str) -> object:
+def _oauth(value: object, where: str, name: str, environ: Mapping[str, str]) -> object:
+    """The ``oauth`` table, its client secrets from the environment when it gives none
+    (``CLEVERAGENTS_MCP_SECRET_<NAME>``, ``CLEVERAGENTS_MCP_IDP_SECRET_<NAME>``), as on
+    the wire: a secret kept out of the file."""
     oauth_class: Any = getattr(mcp_config, "OAuthConfig", None)
     if oauth_class is None:
         raise McpFileError(f"{where}: OAuth is not supported by this version")
@@ -172,6 +175,14 @@ def _oauth(value: object, where: str) -> object:
     unknown = [key for key in value if key not in known]
     if unknown:
         raise McpFileError(f"{where}: unknown key {unknown[0]!r} (known: {', '.join(known)})")
+    value = dict(value)
+    secret = environ.get(mcp_config.secret_variable(name))
+    if secret and "client_id" in value and "client_secret" not in value:
+        value["client_secret"] = secret
+    idp = value.get("idp")
+    idp_secret = environ.get(mcp_config.idp_secret_variable(name))
+    if isinstance(idp, dict) and idp_secret and "client_secret" not in idp:
+        value["idp"] = {**idp, "client_secret": idp_secret}
     try:
         return oauth_class(**value)
     except McpConfigError as exc:

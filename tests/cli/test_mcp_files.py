@@ -48,6 +48,24 @@ def test_header_values_from_the_environment_never_show() -> None:
     assert "Authorization" in files.describe(entry.config)
 
 
+def test_oauth_client_secrets_come_from_the_environment_when_the_file_gives_none() -> None:
+    idp = {"client_id": "idp-client", "issuer": "https://idp.test"}
+    oauth: dict[str, Any] = {"grant": "identity_assertion", "client_id": "c", "idp": idp}
+    environ = {"CLEVERAGENTS_MCP_SECRET_S": "as-secret", "CLEVERAGENTS_MCP_IDP_SECRET_S": "idp-s"}
+
+    def read(oauth: dict[str, Any], environ: dict[str, str]) -> Any:
+        return one({"url": "https://h.test/mcp", "oauth": oauth}, environ).config.oauth
+
+    taken = read(oauth, environ)
+    assert (taken.client_secret, taken.idp.client_secret) == ("as-secret", "idp-s")
+    # The file's own secret wins; without either, the grant says what it needs.
+    assert read({**oauth, "client_secret": "in-file"}, environ).client_secret == "in-file"
+    with pytest.raises(files.McpFileError, match=r"mcp_servers\.s\.oauth\.client_secret: "):
+        read(oauth, {})
+    with pytest.raises(files.McpFileError, match=r"mcp_servers\.s\.oauth\.idp\.nope: "):
+        read({**oauth, "idp": {**idp, "nope": 1}}, environ)
+
+
 def test_a_disabled_table_is_kept_but_marked() -> None:
     assert one({"command": "x", "enabled": False}).enabled is False
 

@@ -24,7 +24,8 @@ def test_the_public_api_is_pinned() -> None:
         "McpServer", "McpServerConfig", "McpToolError", "ProtocolVersion", "Scope", "Status",
         "Transport", "Trust", "mcp_available", "OAuthConfig", "TokenStore",
         "NO_HOOKS", "ClientHooks", "ElicitAction", "ElicitMode", "Elicitation", "ElicitationAnswer",
-        "Sampling", "SamplingAnswer", "SamplingRefused",
+        "Sampling", "SamplingAnswer", "SamplingRefused", "IdentityProviderConfig",
+        "secret_variable", "idp_secret_variable",
     }  # fmt: skip
     assert all(hasattr(mcp_core, name) for name in mcp_core.__all__)
     assert issubclass(mcp_core.McpToolError, ToolError)

@@ -7,7 +7,7 @@ from typing import Any
 import attrs
 import pytest
 
-from cleveragents.mcp import McpConfigError, McpServerConfig
+from cleveragents.mcp import McpConfigError, McpServerConfig, OAuthConfig
 
 
 def test_a_stdio_entry_and_an_http_entry_say_their_transport() -> None:
@@ -88,3 +88,52 @@ def test_the_entry_is_frozen_and_does_not_follow_the_callers_dicts() -> None:
     with pytest.raises(TypeError):
         config.env["B"] = "3"  # type: ignore[index]
     assert hash(config) == hash(McpServerConfig("s", command="x", env={"A": "1"}, include=["a*"]))
+
+
+IDP = {"client_id": "idp-client", "issuer": "https://idp.example"}
+
+
+@pytest.mark.parametrize(
+    ("oauth", "field"),
+    [
+        ({"grant": "identity_assertion", "client_id": "c", "client_secret": "s"}, "oauth.idp"),
+        ({"grant": "identity_assertion", "client_id": "c", "idp": IDP}, "oauth.client_secret"),
+        ({"idp": IDP}, "oauth.idp"),
+        ({"issuer": "https://as.example"}, "oauth.issuer"),
+        ({"grant": "identity_assertion", "client_id": "c", "client_secret": "s", "idp": IDP,
+          "issuer": "as.example"}, "oauth.issuer"),
+        ({"grant": "identity_assertion", "client_id": "c", "client_secret": "s",
+          "idp": {"client_id": "i", "token_endpoint": "https://idp.example/token"}},
+         "oauth.idp.issuer"),
+        ({"grant": "identity_assertion", "client_id": "c", "client_secret": "s",
+          "idp": {"client_id": "i", "issuer": "https://idp.example?x=1"}}, "oauth.idp.issuer"),
+        ({"grant": "identity_assertion", "client_id": "c", "client_secret": "s",
+          "idp": {"issuer": "https://idp.example"}}, "oauth.idp.client_id"),
+        ({"grant": "identity_assertion", "client_id": "c", "client_secret": "s",
+          "idp": {**IDP, "clientId": "x"}}, "oauth.idp.clientId"),
+        ({"grant": "identity_assertion", "client_id": "c", "client_secret": "s",
+          "idp": "https://idp.example"}, "oauth.idp"),
+    ],
+)  # fmt: skip
+def test_an_enterprise_entry_needs_its_identity_provider_and_a_confidential_client(
+    oauth: dict[str, Any], field: str
+) -> None:
+    with pytest.raises(McpConfigError) as raised:
+        OAuthConfig(**oauth)
+    assert raised.value.field == field
+
+
+def test_an_enterprise_entry_takes_a_table_for_its_identity_provider_and_hides_secrets() -> None:
+    oauth = OAuthConfig(
+        grant="identity_assertion", client_id="c", client_secret="as-secret-1",
+        idp={**IDP, "client_secret": "idp-secret-2", "id_token_file": "~/.sso/id-token"},
+    )  # fmt: skip
+    assert oauth.idp is not None
+    assert (oauth.idp.client_id, oauth.idp.id_token_file) == ("idp-client", "~/.sso/id-token")
+    assert "secret-1" not in repr(oauth)
+    assert "secret-2" not in repr(oauth)
+    # An ID token file is enough without an issuer, given the token endpoint.
+    OAuthConfig(
+        grant="identity_assertion", client_id="c", client_secret="s",
+        idp={"client_id": "i", "token_endpoint": "https://idp.example/t", "id_token_file": "f"},
+    )  # fmt: skip

@@ -24,6 +24,8 @@ from ._config import (
     ProtocolVersion,
     Transport,
     Trust,
+    idp_secret_variable,
+    secret_variable,
 )
 from ._errors import McpToolError
 from ._hooks import (
@@ -66,5 +68,7 @@ __all__ = [
     "TokenStore",
     "Transport",
     "Trust",
+    "idp_secret_variable",
     "mcp_available",
+    "secret_variable",
 ]

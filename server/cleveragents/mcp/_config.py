@@ -98,6 +98,18 @@ def _secret_repr(value: str | None) -> str:
     return "None" if value is None else "'***'"
 
 
+def secret_variable(name: str) -> str:
+    """The daemon's environment variable that holds server ``name``'s client secret when
+    its entry gives none: ``CLEVERAGENTS_MCP_SECRET_<NAME>``."""
+    return "CLEVERAGENTS_MCP_SECRET_" + name.upper().replace("-", "_")
+
+
+def idp_secret_variable(name: str) -> str:
+    """The daemon's environment variable that holds server ``name``'s identity provider
+    client secret when its entry gives none: ``CLEVERAGENTS_MCP_IDP_SECRET_<NAME>``."""
+    return "CLEVERAGENTS_MCP_IDP_SECRET_" + name.upper().replace("-", "_")
+
+
 def _http_url(value: str, field: str) -> None:
     parts = urlsplit(value)
     if parts.scheme not in ("http", "https") or not parts.hostname or parts.query or parts.fragment:

@@ -12,7 +12,9 @@ from ..mcp import (
     McpConfigError,
     McpServerConfig,
     OAuthConfig,
+    idp_secret_variable,
     mcp_available,
+    secret_variable,
 )
 from ..protocol import ParamsError, camel, wire
 from ..runs import CapabilityError
@@ -72,18 +74,6 @@ def _config(entry: wire.McpServerEntry, where: str) -> McpServerConfig:
     except McpConfigError as exc:
         field = _WIRE_FIELDS.get(exc.field, camel(exc.field))
         raise ParamsError(f"{where}.{field}: {exc.problem}") from None
-
-
-def secret_variable(name: str) -> str:
-    """The daemon's environment variable that holds server ``name``'s client secret when
-    its entry gives none: ``CLEVERAGENTS_MCP_SECRET_<NAME>``."""
-    return "CLEVERAGENTS_MCP_SECRET_" + name.upper().replace("-", "_")
-
-
-def idp_secret_variable(name: str) -> str:
-    """The daemon's environment variable that holds server ``name``'s identity provider
-    client secret when its entry gives none: ``CLEVERAGENTS_MCP_IDP_SECRET_<NAME>``."""
-    return "CLEVERAGENTS_MCP_IDP_SECRET_" + name.upper().replace("-", "_")
 
 
 def _oauth(entry: wire.McpServerEntry, environ: Mapping[str, str]) -> OAuthConfig | None:
