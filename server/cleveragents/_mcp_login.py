@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -22,33 +21,15 @@ LOGIN_TIMEOUT_S = 11 * 60.0
 """A bound past the sign-in's own (10 minutes), so login always ends."""
 
 
-def has_browser() -> bool:
-    """Whether a graphical browser can be opened: a desktop session, macOS or Windows, or
-    ``$BROWSER`` set. A terminal browser (``lynx``) is never started under the user's
-    prompt."""
-    if os.environ.get("BROWSER"):
-        return True
-    if sys.platform in ("darwin", "win32"):
-        return True
-    return bool(os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"))
-
-
 def open_sign_in(server: Any) -> None:
     """Show a server's sign-in URL on stderr, and open it in the browser when there is
     one (``server`` is an ``McpServer`` waiting in ``needsAuth``)."""
-    from .client._terminal import printable
+    from .client._terminal import open_in_browser, printable
 
     url = server.authorization_url
     if url is None:
         return
-    opened = has_browser()
-    if opened:
-        import threading
-        import webbrowser
-
-        # webbrowser waits for some browser commands to exit: never on the event loop,
-        # whose callback listener the browser is about to reach.
-        threading.Thread(target=webbrowser.open, args=(url,), daemon=True).start()
+    opened = open_in_browser(url)
     verb = "Opening your browser to sign in to" if opened else "To sign in to"
     print(
         printable(f"cleveragents: {verb} MCP server {server.config.name}, open: ") + url,

@@ -27,7 +27,9 @@ SCHEMA: dict[str, Any] = {
 }  # fmt: skip
 
 
-def answer(request: Elicitation, lines: list[str]) -> tuple[ElicitationAnswer, str]:
+def answer(
+    request: Elicitation, lines: list[str], opened: list[str] | None = None
+) -> tuple[ElicitationAnswer, str]:
     shown: list[str] = []
     given: Iterator[str] = iter(lines)
 
@@ -39,7 +41,9 @@ def answer(request: Elicitation, lines: list[str]) -> tuple[ElicitationAnswer, s
             future.set_result(next(given, EOF))
             return future
 
-        return await ask_elicitation(request, shown.append, read)
+        if opened is None:
+            return await ask_elicitation(request, shown.append, read)
+        return await ask_elicitation(request, shown.append, read, lambda u: not opened.append(u))
 
     return asyncio.run(go()), "".join(shown)
 
@@ -69,3 +73,18 @@ def test_a_hostile_message_and_url_are_shown_printable() -> None:
     assert result == ElicitationAnswer("accept")
     assert "\x1b" not in shown
     assert "open a page on evil.example" in shown
+
+
+def test_an_accepted_page_opens_in_the_browser_only_when_it_is_https_and_accepted() -> None:
+    opened: list[str] = []
+    page = Elicitation("srv", "url", "Connect your account", url="https://idp.example/connect")
+    result, shown = answer(page, ["y"], opened)
+    assert (result, opened) == (ElicitationAnswer("accept"), ["https://idp.example/connect"])
+    assert "opening it in your browser" in shown
+    assert answer(page, ["n"], opened)[0] == ElicitationAnswer("decline")
+    assert len(opened) == 1  # declined: nothing opened
+    for url in ("file:///etc/passwd", "http://plain.example/", "javascript:alert(1)"):
+        result, shown = answer(Elicitation("srv", "url", "Go", url=url), ["y"], opened)
+        assert result == ElicitationAnswer("accept")
+        assert "open the address above in your browser" in shown
+    assert len(opened) == 1

@@ -30,10 +30,14 @@ class _Cancelled(Exception):
 
 
 async def ask_elicitation(
-    request: Elicitation, write: Callable[[str], None], read: ReadLine
+    request: Elicitation,
+    write: Callable[[str], None],
+    read: ReadLine,
+    open_url: Callable[[str], bool] = lambda _url: False,
 ) -> ElicitationAnswer:
     """Ask ``request`` (see the module docstring); ``write`` shows, ``read`` reads a
-    line (``"\\x00eof"`` at end of input)."""
+    line (``"\\x00eof"`` at end of input); ``open_url`` opens an accepted URL-mode page
+    (an ``https`` one only) in the browser, saying whether it could."""
     write(f"? MCP server {_shown(request.server, 64)} asks:\n")
     for line in printable(request.message).splitlines() or [""]:
         write(f"    {line}\n")
@@ -46,7 +50,10 @@ async def ask_elicitation(
             )
             choice = await _choose(write, read, "open it? [y]es, [n]o, [c]ancel: ", _YES_NO)
             if choice == "accept":
-                write("  open the address above in your browser\n")
+                if url.startswith("https://") and open_url(url):
+                    write("  opening it in your browser\n")
+                else:
+                    write("  open the address above in your browser\n")
             return ElicitationAnswer(choice)
         choice = await _choose(write, read, "answer? [y]es, [n]o, [c]ancel: ", _YES_NO)
         if choice != "accept":

@@ -14,7 +14,10 @@ only makes it inert. Every pattern runs in linear time.
 from __future__ import annotations
 
 import json
+import os
 import re
+import sys
+import threading
 from typing import Any
 
 # ECMA-48, both as 7-bit ESC sequences and as their 8-bit C1 forms (U+0080-U+009F):
@@ -48,3 +51,26 @@ def json_text(value: Any, indent: int | None = None) -> str:
     """
     text = json.dumps(value, ensure_ascii=False, indent=indent)
     return _RAW_IN_JSON.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+
+
+def has_browser() -> bool:
+    """Whether a graphical browser can be opened: a desktop session, macOS or Windows, or
+    ``$BROWSER`` set. A terminal browser (``lynx``) is never started under the user's
+    prompt."""
+    if os.environ.get("BROWSER"):
+        return True
+    if sys.platform in ("darwin", "win32"):
+        return True
+    return bool(os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"))
+
+
+def open_in_browser(url: str) -> bool:
+    """Open ``url`` in the system's browser when there is one; whether it was tried."""
+    if not has_browser():
+        return False
+    import webbrowser
+
+    # webbrowser waits for some browser commands to exit: never on the event loop, which
+    # may be about to answer the browser (a sign-in's loopback callback).
+    threading.Thread(target=webbrowser.open, args=(url,), daemon=True).start()
+    return True

@@ -394,6 +394,7 @@ class View:
     async def elicit(self, request: Elicitation) -> ElicitationAnswer:
         """Ask an MCP server's question at the terminal (see ``_elicit``)."""
         from ._elicit import EOF, ask_elicitation
+        from ._terminal import open_in_browser
 
         self._end_line()
 
@@ -403,7 +404,7 @@ class View:
 
         self._interrupted_with = EOF
         try:
-            return await ask_elicitation(request, self.asks_on().write, read)
+            return await ask_elicitation(request, self.asks_on().write, read, open_in_browser)
         finally:
             self._answer = None
             self._interrupted_with = ""
