@@ -73,6 +73,10 @@ class Sampling:
     placeholder in the text."""
     system_prompt: str | None = None
     max_tokens: int = 1000
+    """The most tokens the answer may take (the request's ``maxTokens``)."""
+    temperature: float | None = None
+    stop_sequences: tuple[str, ...] = ()
+    """The answer ends before the first of these (``stopSequences``)."""
 
 
 @attrs.frozen
@@ -89,6 +93,10 @@ class SamplingRefused(Exception):
 MAX_SAMPLING_MESSAGES = 100
 MAX_SAMPLING_CHARS = 200_000
 """Characters of all a sampling request's messages together."""
+MAX_STOP_SEQUENCES = 16
+MAX_STOP_SEQUENCE_CHARS = 200
+MAX_TEMPERATURE = 2.0
+"""The widest range a provider takes (OpenAI's and Gemini's 0 to 2)."""
 
 
 def read_sampling(server: str, params: Mapping[str, Any]) -> Sampling:
@@ -118,10 +126,40 @@ def read_sampling(server: str, params: Mapping[str, Any]) -> Sampling:
         messages.append((role, text))
     system = params.get("systemPrompt")
     max_tokens = params.get("maxTokens")
+    if not isinstance(max_tokens, int) or isinstance(max_tokens, bool) or max_tokens < 1:
+        raise SamplingRefused("maxTokens: must be a whole number above 0")
+    # modelPreferences and includeContext are advisory (docs/mcp.md): not read.
     return Sampling(
         server, messages, system[:MAX_SAMPLING_CHARS] if isinstance(system, str) else None,
-        max_tokens if isinstance(max_tokens, int) and max_tokens > 0 else 1000,
+        max_tokens, _temperature(params.get("temperature")),
+        _stop_sequences(params.get("stopSequences")),
     )  # fmt: skip
+
+
+def _temperature(value: object) -> float | None:
+    if value is None:
+        return None
+    if (
+        not isinstance(value, int | float)
+        or isinstance(value, bool)
+        or not 0 <= value <= MAX_TEMPERATURE  # NaN fails this too
+    ):
+        raise SamplingRefused(f"temperature: must be a number from 0 to {MAX_TEMPERATURE:g}")
+    return float(value)
+
+
+def _stop_sequences(value: object) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    if not isinstance(value, list) or len(value) > MAX_STOP_SEQUENCES:
+        raise SamplingRefused(f"stopSequences: a list of at most {MAX_STOP_SEQUENCES} strings")
+    for index, item in enumerate(value):
+        if not isinstance(item, str) or not 0 < len(item) <= MAX_STOP_SEQUENCE_CHARS:
+            raise SamplingRefused(
+                f"stopSequences[{index}]: must be a string of 1 to "
+                f"{MAX_STOP_SEQUENCE_CHARS} characters"
+            )
+    return tuple(value)
 
 
 def _sampled_text(block: Any, index: int) -> str:

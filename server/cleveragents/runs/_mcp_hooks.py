@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 import attrs
 
+from ..llm import ModelConfigError, ModelSpec, get_provider
 from ..mcp import (
     ClientHooks,
     Elicitation,
@@ -26,10 +27,12 @@ from ..mcp import (
     SamplingRefused,
 )
 from ..tool import (
+    CallSettings,
     CancelToken,
     CleverAgentsError,
     LLMCaller,
     LLMRequest,
+    LLMResponse,
     Message,
     PermissionQuery,
     ToolActorContext,
@@ -37,6 +40,7 @@ from ..tool import (
     ToolCallProgress,
     ToolPolicy,
     ToolSpec,
+    Usage,
 )
 
 if TYPE_CHECKING:
@@ -138,11 +142,18 @@ class ServiceHooks(ClientHooks):
 @attrs.define
 class Sampler:
     """One run's answer to its MCP servers' sampling requests: its policy decides, as
-    for a call of the virtual tool ``mcp:SERVER/sampling``, then its model answers."""
+    for a call of the virtual tool ``mcp:SERVER/sampling``, then its model answers with
+    the request's own settings for that call (``CallSettings``).
+
+    The request's ``modelPreferences`` are advisory (the MCP spec says so) and the user
+    chose the run's model: it answers whatever the server hints. What its answers spend
+    is kept in ``usage``, which the run's result adds to its own."""
 
     policy: ToolPolicy
     model: LLMCaller
     context: ToolActorContext
+    usage: Usage | None = None
+    """The tokens the answers spent so far (``None``: none reported)."""
     _specs: dict[str, ToolSpec] = attrs.field(factory=dict)
 
     async def sample(self, call: ToolCallContext | None, request: Sampling) -> SamplingAnswer:
@@ -157,6 +168,10 @@ class Sampler:
         }
         if request.system_prompt is not None:
             shown["systemPrompt"] = request.system_prompt
+        if request.temperature is not None:
+            shown["temperature"] = request.temperature
+        if request.stop_sequences:
+            shown["stopSequences"] = list(request.stop_sequences)
         query = PermissionQuery(spec, shown, call_id, iteration, self.context, shown)
         refusal = self.policy.authorize(query)
         if inspect.isawaitable(refusal):
@@ -166,15 +181,18 @@ class Sampler:
         messages = [Message("system", request.system_prompt)] if request.system_prompt else []
         for role, text in request.messages:
             messages.append(Message("user" if role == "user" else "assistant", text))
+        settings = CallSettings(request.max_tokens, request.temperature, request.stop_sequences)
         llm = LLMRequest(
-            messages, [], max(iteration, 1), self.context, cancel, _ignore, purpose="sampling"
-        )
+            messages, [], max(iteration, 1), self.context, cancel, _ignore,
+            purpose="sampling", settings=settings,
+        )  # fmt: skip
         answer = self.model(llm)
         response = await answer if inspect.isawaitable(answer) else answer
-        model = getattr(self.model, "name", None)
+        if response.usage is not None:
+            self.usage = response.usage if self.usage is None else self.usage + response.usage
         return SamplingAnswer(
-            response.content, model if isinstance(model, str) else "cleveragents",
-            "maxTokens" if response.stop_reason in ("length", "max_tokens") else "endTurn",
+            response.content, answering_model(self.model, response),
+            _STOP_REASONS.get(response.stop_reason or "", "endTurn"),
         )  # fmt: skip
 
     def _spec(self, server: str) -> ToolSpec:
@@ -187,6 +205,35 @@ class Sampler:
             )  # fmt: skip
             self._specs[server] = spec
         return spec
+
+
+_STOP_REASONS = {
+    "length": "maxTokens",  # OpenAI's chat completions
+    "max_tokens": "maxTokens",  # Anthropic's
+    "MAX_TOKENS": "maxTokens",  # Gemini's
+    "max_output_tokens": "maxTokens",  # the Responses API's incomplete reason
+    "stop_sequence": "stopSequence",  # Anthropic's (the others say a plain stop)
+}
+"""A provider's stop reason as MCP names it; any other is ``endTurn``."""
+
+
+def answering_model(model: LLMCaller, response: LLMResponse) -> str:
+    """The model that answered, as MCP's ``model`` names it: the provider's model id
+    (``claude-sonnet-4-5``) from the adapter's stamp on the answer (``provider:model``)
+    or the caller's own; a provider that takes no model id by its name (``scripted``,
+    never a script's path); ``cleveragents`` for a caller that says nothing."""
+    origin = response.origin or getattr(model, "origin", None)
+    if not isinstance(origin, str) or not origin:
+        spec = getattr(model, "spec", None)
+        origin = spec.describe() if isinstance(spec, ModelSpec) else None
+    if origin is None:
+        return "cleveragents"
+    name, _, model_id = origin.partition(":")
+    try:
+        takes = get_provider(name).takes
+    except ModelConfigError:  # a caller's own stamp, of no registered provider
+        return origin
+    return model_id if takes == "model" and model_id else name
 
 
 def _ignore(text: str) -> None:

@@ -36,6 +36,7 @@ from ..tool import (
     ToolCallContext,
     ToolRegistry,
     ToolSpec,
+    Usage,
 )
 from ..transcripts import RunNotFoundError, RunStateError, TranscriptStore
 from ._checkpoints import CheckpointOps, CheckpointStores
@@ -332,7 +333,7 @@ class RunService(CheckpointOps):
         return RunResult(
             run.run_id, status, result.content, result.tool_call_history, result.iterations,
             result.terminated_by_limit, result.duration_ms,
-            _cancel_error(run) if result.cancelled else None, result.usage,
+            _cancel_error(run) if result.cancelled else None, _usage(result.usage, run),
             limit_reason=result.limit_reason,
         )  # fmt: skip
 
@@ -358,6 +359,15 @@ def _failed(
         run.run_id, status, "", list(context.tool_call_history), run.iterations, False, 0.0,
         error,
     )  # fmt: skip
+
+
+def _usage(loop: Usage | None, run: Run) -> Usage | None:
+    """The run's usage: its loop's model calls, and the answers its model gave its MCP
+    servers' sampling requests."""
+    sampled = run.sampler.usage if run.sampler is not None else None
+    if sampled is None:
+        return loop
+    return sampled if loop is None else loop + sampled
 
 
 async def _nothing() -> None:
