@@ -53,12 +53,21 @@ def accepted_forms() -> str:
     return f"a model spec is {forms}, or an object {_OBJECT_FORM}"
 
 
+def config_toml() -> str:
+    """The ``config.toml`` that ``cleveragents serve`` reads its model from:
+    ``$XDG_CONFIG_HOME/cleveragents/config.toml``, default ``~/.config/...``."""
+    base = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
+    return os.path.join(base, "cleveragents", "config.toml")
+
+
 def how_to_set_a_model() -> str:
-    """The message of a run that has no model anywhere."""
+    """The message of a run that has no model anywhere: every place one can be set,
+    with the real path of the file a daemon started by ``cleveragents serve`` reads."""
     examples = _either([f"'{p.example_spec}'" for p in listed_providers()])
     return (
         "no model is configured: pass 'model' in run/start or in initializationOptions, "
-        f"or set {MODEL_ENV_VAR}; for example {examples}"
+        f"set model in {config_toml()} (which cleveragents serve reads; for example "
+        f'model = "openai:gpt-4o-mini"), or set {MODEL_ENV_VAR}; for example {examples}'
     )
 
 
