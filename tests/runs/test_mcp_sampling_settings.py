@@ -23,7 +23,7 @@ import pytest_asyncio
 from cleveragents.mcp import McpServerConfig
 from cleveragents.mcp._hooks import MAX_STOP_SEQUENCES
 from cleveragents.runs import RunRequest, RunService, RunSettings
-from cleveragents.tool import RunResult, Usage
+from cleveragents.tool import RunResult, Usage, UsageLimits
 from kit.loopback import LoopbackServer, Recorded, Reply, data, event, sse_reply
 from kit.paths import MCP_SERVERS
 from kit.wait import WAIT_S
@@ -39,12 +39,14 @@ TURN_USAGE = Usage(20, 5)
 
 class FakeModel:
     """A provider on loopback: a request with tools is a turn of the run (the first
-    calls the server's ``sample`` tool with ``arguments``, the next ends the run); one
-    without is a sampling request, answered with :data:`ANSWER` cut at the first stop
-    sequence, or at ``max_tokens`` words, as the API cuts it (one token a word)."""
+    ``rounds`` call the server's ``sample`` tool with ``arguments``, the next ends the
+    run); one without is a sampling request, answered with :data:`ANSWER` cut at the
+    first stop sequence, or at ``max_tokens`` words, as the API cuts it (one token a
+    word)."""
 
-    def __init__(self, arguments: dict[str, Any]) -> None:
+    def __init__(self, arguments: dict[str, Any], rounds: int = 1) -> None:
         self.arguments = arguments
+        self.rounds = rounds
         self.sampled: list[dict[str, Any]] = []
         self.sampled_usage = Usage()
 
@@ -75,10 +77,11 @@ class FakeChat(FakeModel):
         body = recorded.body
         tools = body.get("tools")
         if tools:
-            if body["messages"][-1]["role"] == "tool":
+            answered = sum(m["role"] == "tool" for m in body["messages"])
+            if answered >= self.rounds:
                 return self.reply({"content": "done"}, "stop", TURN_USAGE)
             (name,) = [t["function"]["name"] for t in tools if "sample" in t["function"]["name"]]
-            call = {"index": 0, "id": "call_1", "type": "function",
+            call = {"index": 0, "id": f"call_{answered}", "type": "function",
                     "function": {"name": name, "arguments": json.dumps(self.arguments)}}  # fmt: skip
             return self.reply({"tool_calls": [call]}, "tool_calls", TURN_USAGE)
         self.sampled.append(body)
@@ -275,6 +278,31 @@ async def test_the_tokens_sampling_spends_are_in_the_run_s_usage(
     recorded = service.store.result(result.run_id)
     assert recorded["usage"]["inputTokens"] == result.usage.input_tokens
     assert recorded["usage"]["outputTokens"] == result.usage.output_tokens
+
+
+async def test_sampling_is_refused_once_the_run_s_usage_reaches_a_token_limit(
+    service: RunService,
+) -> None:
+    # Iteration 1 spends 25 tokens and its call's answer about 18 (under 30 either way);
+    # in iteration 2 the two together reach 30, so its call's request is refused, and
+    # the run ends at its limit after that iteration.
+    fake = FakeChat({"text": "What is 2+2?"}, rounds=2)
+    with LoopbackServer(respond=fake) as server:
+        handle = await service.start(
+            RunRequest(
+                prompt="Ask twice.", automation_profile="trusted",
+                limits=UsageLimits(max_total_tokens=30),
+                model={"provider": "openai", "model": "gpt-test", "maxRetries": 0,
+                       "baseUrl": server.base_url + "/v1"},
+            )
+        )  # fmt: skip
+        result = await handle.result()
+    assert len(fake.sampled) == 1
+    first, second = (record.output for record in result.tool_call_history)
+    assert json.loads(first)["text"] == ANSWER
+    assert second.startswith("error:")
+    assert "sampling refused: the run reached its token limit" in second
+    assert (result.status, result.limit_reason) == ("limit", "tokens")
 
 
 async def test_include_context_adds_nothing_of_the_run_s_conversation(

@@ -41,6 +41,7 @@ from ..tool import (
     ToolPolicy,
     ToolSpec,
     Usage,
+    UsageLimits,
 )
 
 if TYPE_CHECKING:
@@ -152,12 +153,19 @@ class Sampler:
     policy: ToolPolicy
     model: LLMCaller
     context: ToolActorContext
+    limits: UsageLimits | None = None
+    """The run's limits: once its usage reaches a token limit, sampling is refused."""
+    used: Callable[[], Usage | None] = lambda: None
+    """The tokens the run's own model calls reported so far (its finished iterations)."""
     usage: Usage | None = None
     """The tokens the answers spent so far (``None``: none reported)."""
     _specs: dict[str, ToolSpec] = attrs.field(factory=dict)
 
     async def sample(self, call: ToolCallContext | None, request: Sampling) -> SamplingAnswer:
         """``call``: the tool call the server was serving (``None`` outside a run)."""
+        limits = self.limits
+        if limits is not None and limits.tokens_reached(self.spent()):
+            raise SamplingRefused("the run reached its token limit")
         spec = self._spec(request.server)
         call_id = f"{call.call_id}/sampling" if call is not None else "sampling"
         iteration = call.iteration if call is not None else 0
@@ -194,6 +202,13 @@ class Sampler:
             response.content, answering_model(self.model, response),
             _STOP_REASONS.get(response.stop_reason or "", "endTurn"),
         )  # fmt: skip
+
+    def spent(self) -> Usage | None:
+        """The run's usage so far: its finished iterations' and the answers'."""
+        used, answers = self.used(), self.usage
+        if used is None or answers is None:
+            return answers if used is None else used
+        return used + answers
 
     def _spec(self, server: str) -> ToolSpec:
         spec = self._specs.get(server)

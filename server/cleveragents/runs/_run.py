@@ -27,6 +27,7 @@ from ..tool import (
     RunResult,
     ToolCallFinished,
     ToolRegistry,
+    Usage,
 )
 from ..transcripts import RunRecorder
 from ..workspace import PinnedRoot
@@ -78,9 +79,11 @@ class Run(EventSink):
         self.finished = False
         self.task: asyncio.Task[RunResult] | None = None
         self.mcp: McpServers | None = None
+        """The run's own MCP servers, stopped when it ends."""
         self.sampler: Sampler | None = None
         """The run's profile and model, which its MCP servers' sampling requests use."""
-        """The run's own MCP servers, stopped when it ends."""
+        self.used: Usage | None = None
+        """The tokens its finished iterations' model calls reported."""
         self.result_text: str | None = None
         self.buffer: collections.deque[RunEvent] | None = (
             collections.deque() if observer is None else None
@@ -103,7 +106,11 @@ class Run(EventSink):
             self.iterations = event.iteration
             self.streaming = []
         elif event.__class__ is IterationFinished:
+            assert isinstance(event, IterationFinished)
             self.streaming = []
+            if event.usage is not None:
+                used = self.used
+                self.used = event.usage if used is None else used + event.usage
         recorder = self.recorder
         text = recorder.record(event)
         if recorder.transcript.error is not None and not self.cancel.cancelled:

@@ -244,8 +244,9 @@ class RunService(CheckpointOps):
         run.started = time.perf_counter()
         runtime = prepared.runtime
         run.sampler = Sampler(
-            runtime.runner.policy or AllowAll(), runtime.llm_caller, prepared.context
-        )
+            runtime.runner.policy or AllowAll(), runtime.llm_caller, prepared.context,
+            runtime.limits, lambda: run.used,
+        )  # fmt: skip
         try:
             await self._mcp_ready(run, prepared.mcp_servers)
             run.on_event(RunStarted(run.sandbox_root, prepared.limit, run.registry.names()))
