@@ -36,6 +36,7 @@ def test_any_settings_are_taken_within_bounds_or_refused(
 ) -> None:
     params = {"messages": MESSAGES, "maxTokens": max_tokens, "temperature": temperature,
               "stopSequences": stop, **extra}  # fmt: skip
+    refusal: str | None
     try:
         request = read_sampling("s", params)
     except SamplingRefused as exc:

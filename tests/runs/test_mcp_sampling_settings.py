@@ -22,8 +22,8 @@ import pytest_asyncio
 
 from cleveragents.mcp import McpServerConfig
 from cleveragents.mcp._hooks import MAX_STOP_SEQUENCES
-from cleveragents.runs import RunRequest, RunService, RunSettings
-from cleveragents.tool import RunResult, Usage, UsageLimits
+from cleveragents.runs import AskUser, RunRequest, RunService, RunSettings
+from cleveragents.tool import PermissionQuery, RunResult, Usage, UsageLimits
 from kit.loopback import LoopbackServer, Recorded, Reply, data, event, sse_reply
 from kit.paths import MCP_SERVERS
 from kit.wait import WAIT_S
@@ -49,6 +49,9 @@ class FakeModel:
         self.rounds = rounds
         self.sampled: list[dict[str, Any]] = []
         self.sampled_usage = Usage()
+
+    def __call__(self, recorded: Recorded) -> Reply:
+        raise NotImplementedError
 
     def answer(self, cap: int, stops: list[str]) -> tuple[str, str, str | None]:
         """The answer's text, why it stopped (``end``, ``stop`` or ``length``) and the
@@ -147,7 +150,7 @@ class FakeClaude(FakeModel):
 
     @staticmethod
     def reply(block: list[str], stop: str, matched: str | None, usage: Usage) -> Reply:
-        start = {"id": "msg_1", "type": "message", "role": "assistant", "model": "claude-test",
+        start: dict[str, Any] = {"id": "msg_1", "type": "message", "role": "assistant", "model": "claude-test",
                  "content": [], "stop_reason": None, "stop_sequence": None,
                  "usage": {"input_tokens": usage.input_tokens, "output_tokens": 1}}  # fmt: skip
         return sse_reply(
@@ -192,16 +195,18 @@ FAKES: dict[str, tuple[Callable[[dict[str, Any]], FakeModel], dict[str, Any], st
 
 
 async def sample(
-    service: RunService, provider: str, **arguments: Any
+    service: RunService, provider: str, ask: AskUser | None = None, **arguments: Any
 ) -> tuple[FakeModel, RunResult, Any]:
-    """One run on ``provider``'s fake whose model calls ``sample`` with ``arguments``:
-    the fake, the run's result, and the tool's output (JSON read, or an error text)."""
+    """One run on ``provider``'s fake whose model calls ``sample`` with ``arguments``
+    (``trusted``; ``supervised`` with ``ask``): the fake, the run's result, and the
+    tool's output (JSON read, or an error text)."""
     make, model, path = FAKES[provider]
     fake = make({"text": "What is 2+2?", **arguments})
     with LoopbackServer(respond=fake) as server:
         handle = await service.start(
             RunRequest(
-                prompt="Ask the server.", automation_profile="trusted",
+                prompt="Ask the server.", ask=ask,
+                automation_profile="trusted" if ask is None else "supervised",
                 model={**model, "baseUrl": server.base_url + path, "maxRetries": 0},
             )
         )  # fmt: skip
@@ -233,6 +238,26 @@ async def test_the_request_s_settings_reach_the_model_call(
     # Three words, cut there: the server is told it hit its maxTokens.
     assert output["text"] == "The answer is"
     assert output["stopReason"] == "maxTokens"
+
+
+async def test_the_person_asked_sees_the_settings_the_server_asks_for(
+    service: RunService,
+) -> None:
+    asked: list[PermissionQuery] = []
+
+    async def ask(query: PermissionQuery, reason: str) -> str:
+        asked.append(query)
+        return "allow_once"
+
+    _, _, output = await sample(service, "openai", ask, max_tokens=9, temperature=0.5, stop=["END"])
+    assert output["text"] == "The answer is four, "
+    (sampling,) = [query for query in asked if query.spec.name == "mcp:samp/sampling"]
+    assert sampling.inputs == {
+        "messages": [{"role": "user", "text": "What is 2+2?"}],
+        "maxTokens": 9,
+        "temperature": 0.5,
+        "stopSequences": ["END"],
+    }
 
 
 @pytest.mark.parametrize(
