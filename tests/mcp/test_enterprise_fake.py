@@ -294,6 +294,7 @@ async def test_the_whole_flow_signs_in_exchanges_and_calls_the_tool(web: Enterpr
     assert add_through_mcp(web, answer.body["access_token"])["structuredContent"] == {"result": 5}
 
     after = stats(web)
+    assert call(f"{web.idp}/stats").body == after  # one dict, served by both listeners
     for name in ("authorize", "code", "exchange", "jwt_bearer", "unauthorized"):
         assert after[name] == before[name] + 1, name
     secrets_given = [
@@ -561,9 +562,11 @@ async def test_a_token_exchange_names_the_parameter_it_refuses(
     for key, value in changes.items():
         if value is not None:
             changes[key] = value.replace("AUDIENCE", web.base).replace("RESOURCE", web.url)
+    before = len(stats(web)["refused"])
     answer = exchange(web, valid_id_token(web), **changes)
     refused(answer, code)
     assert named in answer.body["error_description"]
+    assert stats(web)["refused"][before:] == [code]
 
 
 async def test_an_exchange_needs_the_client_authenticated(web: EnterpriseServer) -> None:

@@ -10,7 +10,8 @@ Listener 1, the IdP (OpenID Connect, issuer ``http://127.0.0.1:P1``), knows one 
 
 - ``/.well-known/openid-configuration`` and ``/.well-known/jwks.json`` (its ES256 key);
 - ``/authorize``: ``response_type=code``, ``state``, ``openid`` in ``scope``, PKCE
-  ``S256``; it approves at once. A bad client or redirect URI gets a 400 page, anything
+  ``S256``; it approves at once, granting the scopes it knows (others are ignored, as
+  OpenID Connect Core 5.4 says). A bad client or redirect URI gets a 400 page, anything
   else wrong goes back to the redirect URI as ``error=`` (RFC 6749 4.1.2.1);
 - ``/token``, with client authentication for every grant (basic or in the body, never
   both): ``authorization_code`` (the code once, within 60 s, same client and redirect URI,
@@ -22,11 +23,15 @@ Listener 2, the MCP server (``/mcp``, tool ``add``) and its authorization server
 origin: RFC 9728 and RFC 8414 metadata, and ``/token`` taking only the RFC 7523
 jwt-bearer grant from ``mcp-client`` over HTTP basic, with an ID-JAG the IdP signed
 (``typ`` ``oauth-id-jag+jwt``, ``aud`` this issuer, ``client_id`` the caller, ``resource``
-the MCP URL, unexpired within 30 s, ``jti`` never seen before).
+the MCP URL, unexpired within 30 s, ``jti`` never seen before), and a ``scope``, if asked,
+no wider than the ID-JAG's. It issues no refresh token: SEP-990 clients get a new ID-JAG.
+
+Token requests must be urlencoded forms of at most 64 KiB with no parameter twice; errors
+are RFC 6749 5.2 JSON with ``Cache-Control: no-store``, and a 401 of ``/token`` names ``Basic``.
 
 Both serve ``/stats`` (one dict: each grant counted, the 401s of ``/mcp``, every error
 code refused, and every secret issued or configured, so that a test can look for them
-where they must not be) and ``/revoke`` (drops every access token). ``--signing-key``
+where they must not be) and ``/revoke`` (any method: drops every access token). ``--signing-key``
 makes the IdP sign with a test's own P-256 key, so that a test can forge what a broken
 IdP would sign; without it, a key is made at start. Bad subject tokens are refused with
 ``invalid_grant``, as the SEP's example and the conformance suite do (RFC 8693 itself
