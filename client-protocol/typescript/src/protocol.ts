@@ -171,6 +171,9 @@ export interface LlmGenerateParams {
   iteration: number;
   messages: WireMessage[];
   tools: WireToolSchema[];
+  maxTokens?: number;
+  temperature?: number;
+  stopSequences?: string[];
 }
 
 /** Result of `llm/generate`. */

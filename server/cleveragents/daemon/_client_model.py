@@ -33,6 +33,10 @@ def wire_message(message: Message) -> wire.WireMessage:
 class ClientModel:
     """An async ``LLMCaller`` that asks the client, with a per-call timeout."""
 
+    origin = "client"
+    """The model as an MCP server's sampling answer names it: ``llm/generate`` tells
+    no model id (its answers are not stamped: their reasoning is the editor's own)."""
+
     def __init__(self, peer: Peer, run_id: str, timeout_s: float = 300.0) -> None:
         self._peer = peer
         self._run_id = run_id
@@ -51,6 +55,11 @@ class ClientModel:
             [wire_message(message) for message in request.messages],
             [wire.WireToolSchema(t.name, t.description, dict(t.parameters)) for t in request.tools],
         )
+        settings = request.settings
+        if settings is not None:  # an MCP server's sampling request: its own settings
+            params.max_tokens = settings.max_tokens
+            params.temperature = settings.temperature
+            params.stop_sequences = list(settings.stop) or None
         self._on_delta = lambda iteration, text: (
             request.on_delta(text) if iteration == request.iteration else None
         )

@@ -59,6 +59,15 @@ class LlmGenerateParams:
     """The whole conversation so far."""
     tools: list[WireToolSchema]
     """The tools the run sees now, sorted by name."""
+    max_tokens: int | None = opt()
+    """This call's own cap on the answer's tokens (an MCP server's sampling request
+    asked for it); absent: the model's own."""
+    temperature: float | None = opt()
+    """This call's own temperature (an MCP server's sampling request); absent: the
+    model's own."""
+    stop_sequences: list[str] | None = opt()
+    """This call's stop sequences (an MCP server's sampling request): the answer ends
+    before the first of them; absent: none."""
 
 
 @attrs.define
