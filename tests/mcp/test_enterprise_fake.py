@@ -671,6 +671,11 @@ async def test_an_id_jag_is_taken_once_within_the_leeway_and_trailing_slash(
     refused(bearer(web, late), "invalid_grant")  # its jti again
     assertion = valid_jag(web)
     refused(bearer(web, assertion, scope="admin"), "invalid_scope")
+    refused(bearer(web, assertion, resource=web.base + "/other"), "invalid_target")
+    # As the SDK's provider sends it: client_id and resource in the body besides basic.
+    sdk_like = bearer(web, assertion, client_id=MCP_CLIENT_ID, resource=web.url)
+    assert sdk_like.status == 200, sdk_like.body
+    refused(bearer(web, valid_jag(web), client_id="someone-else"), "invalid_request")
 
 
 async def test_revoke_drops_every_access_token(web: EnterpriseServer) -> None:
@@ -713,6 +718,17 @@ async def test_the_options_shorten_lives_and_withhold_refresh_tokens(tmp_path: P
             == 401
         )
         assert other.get("/stats")["unauthorized"] == 1
+        assert "authorization_endpoint" not in other.get("/.well-known/oauth-authorization-server")
+
+
+async def test_the_authorization_endpoint_is_advertised_when_asked_and_refuses_everyone() -> None:
+    async with enterprise_server("--authorization-endpoint") as other:
+        metadata = other.get("/.well-known/oauth-authorization-server")
+        assert metadata["authorization_endpoint"] == f"{other.base}/authorize"
+        query = urlencode(
+            {"client_id": MCP_CLIENT_ID, "response_type": "code", "redirect_uri": CALLBACK}
+        )
+        refused(call(f"{other.base}/authorize?{query}"), "unauthorized_client")
 
 
 # Hostile bytes

@@ -2,7 +2,7 @@
 (SEP-990, "Enterprise-Managed Authorization"), for the client's tests.
 
 Run as ``python enterprise_server.py [--expires-in S] [--id-token-expires-in S]
-[--no-refresh] [--signing-key PEM]``: two loopback listeners in one process, and once
+[--no-refresh] [--signing-key PEM] [--authorization-endpoint]``: two loopback listeners in one process, and once
 both serve one line ``listening on MCP_URL IDP_ISSUER``.
 
 Listener 1, the IdP (OpenID Connect, issuer ``http://127.0.0.1:P1``), knows one client,
@@ -24,7 +24,7 @@ origin: RFC 9728 and RFC 8414 metadata, and ``/token`` taking only the RFC 7523
 jwt-bearer grant from ``mcp-client`` over HTTP basic, with an ID-JAG the IdP signed
 (``typ`` ``oauth-id-jag+jwt``, ``aud`` this issuer, ``client_id`` the caller, ``resource``
 the MCP URL, unexpired within 30 s, ``jti`` never seen before), and a ``scope``, if asked,
-no wider than the ID-JAG's. It issues no refresh token: SEP-990 clients get a new ID-JAG.
+no wider than the ID-JAG's (and a ``resource``, if sent, the MCP URL: RFC 8707). It issues no refresh token: SEP-990 clients get a new ID-JAG.
 
 Token requests must be urlencoded forms of at most 64 KiB with no parameter twice; errors
 are RFC 6749 5.2 JSON with ``Cache-Control: no-store``, and a 401 of ``/token`` names ``Basic``.
@@ -89,6 +89,13 @@ parser.add_argument("--expires-in", type=int, default=3600, help="MCP access tok
 parser.add_argument("--id-token-expires-in", type=int, default=3600, help="ID token life (s)")
 parser.add_argument("--no-refresh", action="store_true", help="no refresh tokens from the IdP")
 parser.add_argument("--signing-key", help="PEM file of the IdP's P-256 private key")
+parser.add_argument(
+    "--authorization-endpoint",
+    action="store_true",
+    help="the authorization server's metadata names an authorization endpoint (which refuses "
+    "every request): RFC 8414 lets a server that takes no code grant leave it out, and the "
+    "SDK's metadata model requires it",
+)
 
 stats: dict[str, Any] = {
     "authorize": 0, "code": 0, "refresh": 0, "exchange": 0, "jwt_bearer": 0,
@@ -463,19 +470,24 @@ class IdP:
 class McpAuthorization:
     """The MCP server's authorization server: ID-JAGs in, access tokens out."""
 
-    def __init__(self, idp: IdP, expires_in: int) -> None:
+    def __init__(self, idp: IdP, expires_in: int, authorize: bool) -> None:
         self.idp = idp
         self.expires_in = expires_in
+        self.authorize = authorize
         self.access: dict[str, float] = {}
         self.seen: dict[str, float] = {}  # jti -> until when it could still be replayed
 
     def metadata(self) -> dict[str, Any]:
-        return {
+        metadata = {
             "issuer": Origins.mcp,
             "token_endpoint": f"{Origins.mcp}/token",
             "grant_types_supported": [JWT_BEARER],
             "token_endpoint_auth_methods_supported": ["client_secret_basic"],
         }
+        if self.authorize:
+            metadata["authorization_endpoint"] = f"{Origins.mcp}/authorize"
+            metadata["response_types_supported"] = ["code"]
+        return metadata
 
     def resource_metadata(self) -> dict[str, Any]:
         return {"resource": Origins.mcp_url(), "authorization_servers": [Origins.mcp]}
@@ -486,6 +498,8 @@ class McpAuthorization:
             raise bad("unsupported_grant_type", f"only {JWT_BEARER} is supported")
         client_id = authenticate(request, form, {MCP_CLIENT_ID: MCP_SECRET}, body_allowed=False)
         assertion = require(form, "assertion")
+        if form.get("resource", Origins.mcp_url()) != Origins.mcp_url():  # RFC 8707
+            raise bad("invalid_target", "resource is not this authorization server's")
         try:
             if jwt.get_unverified_header(assertion).get("typ") != JAG_TYP:
                 raise jwt.InvalidTokenError(f"typ is not {JAG_TYP}")
@@ -506,7 +520,6 @@ class McpAuthorization:
         jti = str(claims["jti"])
         if jti in self.seen:
             raise bad("invalid_grant", "the ID-JAG was already used (jti replayed)")
-        self.seen[jti] = float(claims["exp"]) + LEEWAY_S
         allowed = str(claims.get("scope", ""))
         scope = allowed
         if "scope" in form:
@@ -514,6 +527,7 @@ class McpAuthorization:
             if not set(asked) <= set(allowed.split()):
                 raise bad("invalid_scope", "scope is wider than the ID-JAG grants")
             scope = " ".join(asked)
+        self.seen[jti] = float(claims["exp"]) + LEEWAY_S  # spent only when it is taken
         stats["jwt_bearer"] += 1
         token = issue_secret()
         self.access[token] = now + self.expires_in
@@ -585,6 +599,8 @@ def mcp_app(idp: IdP, mas: McpAuthorization, inner: ASGIApp) -> ASGIApp:
                 response = JSONResponse(mas.metadata())
             elif path == "/token":
                 response = await mas.token(request)
+            elif path == "/authorize" and mas.authorize:  # no client may use it
+                raise bad("unauthorized_client", "this authorization server takes ID-JAGs only")
             elif path == "/mcp":
                 if mas.authorized(request):
                     await inner(scope, receive, send)
@@ -636,7 +652,7 @@ def load_key(path: str | None) -> ec.EllipticCurvePrivateKey:
 async def main() -> None:
     options = parser.parse_args()
     idp = IdP(load_key(options.signing_key), options.id_token_expires_in, not options.no_refresh)
-    mas = McpAuthorization(idp, options.expires_in)
+    mas = McpAuthorization(idp, options.expires_in, options.authorization_endpoint)
     mcp = MCPServer("enterprise-test-server")
 
     @mcp.tool()
