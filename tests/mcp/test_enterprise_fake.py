@@ -721,8 +721,10 @@ async def test_the_options_shorten_lives_and_withhold_refresh_tokens(tmp_path: P
         assert "authorization_endpoint" not in other.get("/.well-known/oauth-authorization-server")
 
 
-async def test_the_authorization_endpoint_is_advertised_when_asked_and_refuses_everyone() -> None:
-    async with enterprise_server("--authorization-endpoint") as other:
+async def test_a_code_expires_and_an_authorization_endpoint_is_advertised_when_asked() -> None:
+    async with enterprise_server("--authorization-endpoint", "--code-expires-in", "0") as other:
+        form, _ = code_form(other)
+        refused(call(f"{other.idp}/token", form, IDP_AUTH), "invalid_grant")  # expired at once
         metadata = other.get("/.well-known/oauth-authorization-server")
         assert metadata["authorization_endpoint"] == f"{other.base}/authorize"
         query = urlencode(

@@ -2,7 +2,8 @@
 (SEP-990, "Enterprise-Managed Authorization"), for the client's tests.
 
 Run as ``python enterprise_server.py [--expires-in S] [--id-token-expires-in S]
-[--no-refresh] [--signing-key PEM] [--authorization-endpoint]``: two loopback listeners in one process, and once
+[--code-expires-in S] [--no-refresh] [--signing-key PEM]
+[--authorization-endpoint]``: two loopback listeners in one process, and once
 both serve one line ``listening on MCP_URL IDP_ISSUER``.
 
 Listener 1, the IdP (OpenID Connect, issuer ``http://127.0.0.1:P1``), knows one client,
@@ -76,7 +77,6 @@ ID_TOKEN = "urn:ietf:params:oauth:token-type:id_token"
 JAG_TYP = "oauth-id-jag+jwt"
 USER = "demo-user"
 EMAIL = "demo-user@example.com"
-CODE_LIFE_S = 60
 JAG_LIFE_S = 300
 IDP_ACCESS_LIFE_S = 3600
 LEEWAY_S = 30
@@ -87,6 +87,7 @@ SCOPE_TOKEN = re.compile(r"[\x21\x23-\x5b\x5d-\x7e]+")  # RFC 6749 3.3 NQCHAR
 parser = argparse.ArgumentParser()
 parser.add_argument("--expires-in", type=int, default=3600, help="MCP access token life (s)")
 parser.add_argument("--id-token-expires-in", type=int, default=3600, help="ID token life (s)")
+parser.add_argument("--code-expires-in", type=int, default=60, help="authorization code life (s)")
 parser.add_argument("--no-refresh", action="store_true", help="no refresh tokens from the IdP")
 parser.add_argument("--signing-key", help="PEM file of the IdP's P-256 private key")
 parser.add_argument(
@@ -243,7 +244,9 @@ def authenticate(
 class IdP:
     """The enterprise IdP's keys and grants."""
 
-    def __init__(self, key: ec.EllipticCurvePrivateKey, id_token_life: int, refresh: bool):
+    def __init__(
+        self, key: ec.EllipticCurvePrivateKey, id_token_life: int, code_life: int, refresh: bool
+    ) -> None:
         self.key = key
         der = key.public_key().public_bytes(
             serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo
@@ -251,6 +254,7 @@ class IdP:
         self.kid = hashlib.sha256(der).hexdigest()[:16]  # the same for the same key
         self.id_token_life = id_token_life
         self.refresh = refresh
+        self.code_life = code_life
         self.codes: dict[str, dict[str, Any]] = {}
         self.spent: dict[str, float] = {}  # used codes, until they would have expired
         self.refresh_tokens: dict[str, dict[str, Any]] = {}
@@ -347,7 +351,7 @@ class IdP:
         self.codes[code] = {
             "client_id": IDP_CLIENT_ID, "redirect_uri": redirect,
             "challenge": query["code_challenge"], "scope": " ".join(dict.fromkeys(known)),
-            "nonce": query.get("nonce"), "expires": now + CODE_LIFE_S,
+            "nonce": query.get("nonce"), "expires": now + self.code_life,
         }  # fmt: skip
         return back(code=code)
 
@@ -380,7 +384,7 @@ class IdP:
                 self.revoke_family(code)
             raise bad("invalid_grant", "unknown, used or expired code")
         self.spent[code] = entry["expires"]
-        if entry["expires"] < time.time():
+        if entry["expires"] <= time.time():
             raise bad("invalid_grant", "unknown, used or expired code")
         if entry["client_id"] != client_id:
             raise bad("invalid_grant", "the code was issued to another client")
@@ -651,7 +655,12 @@ def load_key(path: str | None) -> ec.EllipticCurvePrivateKey:
 
 async def main() -> None:
     options = parser.parse_args()
-    idp = IdP(load_key(options.signing_key), options.id_token_expires_in, not options.no_refresh)
+    idp = IdP(
+        load_key(options.signing_key),
+        options.id_token_expires_in,
+        options.code_expires_in,
+        not options.no_refresh,
+    )
     mas = McpAuthorization(idp, options.expires_in, options.authorization_endpoint)
     mcp = MCPServer("enterprise-test-server")
 
