@@ -60,7 +60,8 @@ PUBLIC: dict[str, set[str]] = {
         "McpServer", "McpServerConfig", "McpToolError", "ProtocolVersion", "Scope", "Status",
         "Transport", "Trust", "mcp_available", "OAuthConfig", "TokenStore",
         "NO_HOOKS", "ClientHooks", "ElicitAction", "ElicitMode", "Elicitation", "ElicitationAnswer",
-        "Sampling", "SamplingAnswer", "SamplingRefused",
+        "Sampling", "SamplingAnswer", "SamplingRefused", "IdentityProviderConfig",
+        "secret_variable", "idp_secret_variable",
     },
     "cleveragents.transcripts": {
         "INTERRUPTED_MESSAGE", "META", "PROMPT_SUMMARY_MAX", "RunInterruptedError",

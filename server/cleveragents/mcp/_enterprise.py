@@ -112,7 +112,7 @@ class EnterpriseAuth(httpx2.Auth):
                 for url in build_protected_resource_metadata_discovery_urls(
                     extract_resource_metadata_from_www_auth(response), self._url
                 ):
-                    answer = yield create_oauth_metadata_request(url)
+                    answer = yield self._reaching(create_oauth_metadata_request(url))
                     issuer = await self._from_resource_metadata(answer)
                     if issuer is not None:
                         break
@@ -123,7 +123,8 @@ class EnterpriseAuth(httpx2.Auth):
                     )
             methods: list[str] | None = None
             for url in build_oauth_authorization_server_metadata_discovery_urls(issuer, issuer):
-                answer = yield create_oauth_metadata_request(url)
+                answer = yield self._reaching(create_oauth_metadata_request(url))
+                self._owner.failure = None
                 ok, metadata = await handle_auth_metadata_response(answer)
                 if not ok:
                     break
@@ -145,7 +146,13 @@ class EnterpriseAuth(httpx2.Auth):
         finally:
             await flow.aclose()
 
+    def _reaching(self, request: httpx2.Request) -> httpx2.Request:
+        """``request``, its URL named as the failure should it not be answered at all."""
+        self._owner.failure = f"cannot reach {request.url}"
+        return request
+
     async def _from_resource_metadata(self, answer: httpx2.Response) -> str | None:
+        self._owner.failure = None
         """The first authorization server of the server's protected resource metadata,
         as it spells it, once its ``resource`` is this server."""
         metadata = await handle_protected_resource_response(answer)

@@ -297,6 +297,9 @@ def describe(exc: BaseException, ends: Ends | None = None) -> str:
         if isinstance(exc, OAuthFlowError):
             failure = ends.authorizer.failure if ends.authorizer is not None else None
             return f"authorization failed: {failure or _bounded(exc)}"
+        authorizing = ends.authorizer.failure if ends.authorizer is not None else None
+        if authorizing is not None and isinstance(exc, httpx2.TransportError):
+            return f"authorization failed: {authorizing}"
         if ends.http_failure is not None and isinstance(exc, MCPError | httpx2.HTTPError):
             return ends.http_failure
     if isinstance(exc, OAuthFlowError):
