@@ -9,11 +9,14 @@ import json
 import sys
 import urllib.request
 from collections.abc import AsyncIterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .mcp import base_env
 from .paths import MCP_SERVERS
 from .wait import WAIT_S
+
+if TYPE_CHECKING:
+    from cleveragents.mcp import McpServer
 
 OAUTH_SERVER = MCP_SERVERS / "oauth_server.py"
 PRE_SECRET = "pre-registered-client-secret-0123456789"
@@ -52,3 +55,21 @@ def browse(url: str) -> None:
     """A browser: GET the sign-in page and follow its redirects to the callback."""
     with urllib.request.urlopen(url, timeout=10) as page:
         page.read()
+
+
+class Browser:
+    """An ``McpServer``'s ``on_authorize``: opens each sign-in URL (unless told not to),
+    as the person's browser would, and keeps them."""
+
+    def __init__(self, opens: bool = True) -> None:
+        self.opens = opens
+        self.urls: list[str] = []
+        self.tasks: set[asyncio.Future[None]] = set()
+
+    def __call__(self, server: McpServer) -> None:
+        assert server.status == "needsAuth"
+        assert server.authorization_url is not None
+        self.urls.append(server.authorization_url)
+        if self.opens:
+            task = asyncio.ensure_future(asyncio.to_thread(browse, server.authorization_url))
+            self.tasks.add(task)

@@ -11,7 +11,6 @@ no code grant leave it out (docs/mcp.md, "Not supported yet")."""
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import json
 import time
@@ -35,26 +34,12 @@ from kit.enterprise import (
     enterprise_server,
 )
 from kit.mcp import base_env
-from kit.oauth import browse
+from kit.oauth import Browser
 from kit.wait import WAIT_S, wait_for
 
 
 def fake(*args: str) -> contextlib.AbstractAsyncContextManager[EnterpriseServer]:
     return enterprise_server("--authorization-endpoint", *args)
-
-
-class Browser:
-    """``on_authorize``: opens each sign-in URL and keeps them."""
-
-    def __init__(self) -> None:
-        self.urls: list[str] = []
-        self.tasks: set[asyncio.Future[None]] = set()
-
-    def __call__(self, server: McpServer) -> None:
-        assert server.authorization_url is not None
-        self.urls.append(server.authorization_url)
-        task = asyncio.ensure_future(asyncio.to_thread(browse, server.authorization_url))
-        self.tasks.add(task)
 
 
 def oauth(idp: str, **idp_fields: Any) -> OAuthConfig:

@@ -25,25 +25,8 @@ from cleveragents.mcp import McpServer, McpServerConfig, McpToolError, OAuthConf
 from cleveragents.mcp._oauth import LoopbackCallback
 from cleveragents.tool import ToolRegistry
 from kit.mcp import base_env
-from kit.oauth import PRE_SECRET, auth_server, browse
+from kit.oauth import PRE_SECRET, Browser, auth_server, browse
 from kit.wait import WAIT_S, wait_for
-
-
-class Browser:
-    """``on_authorize``: opens each sign-in URL (unless told not to) and keeps them."""
-
-    def __init__(self, opens: bool = True) -> None:
-        self.opens = opens
-        self.urls: list[str] = []
-        self.tasks: set[asyncio.Future[None]] = set()
-
-    def __call__(self, server: McpServer) -> None:
-        assert server.status == "needsAuth"
-        assert server.authorization_url is not None
-        self.urls.append(server.authorization_url)
-        if self.opens:
-            task = asyncio.ensure_future(asyncio.to_thread(browse, server.authorization_url))
-            self.tasks.add(task)
 
 
 def server_for(

@@ -22,6 +22,21 @@ from kit.rawpeer import RawDaemon, serve
 SHOW_DOCUMENT = {"window": {"showDocument": {"support": True}}}
 
 
+def assert_nowhere(secrets: list[str], log: str, state: Path, daemon: RawDaemon) -> None:
+    """No secret in the daemon's log, a file of its state dir (but the token files,
+    0600, which keep them on purpose) or a message it sent."""
+    written = [
+        path.read_bytes().decode("utf-8", "replace")
+        for path in state.rglob("*")
+        if path.is_file() and path.parent.name != "mcp-auth"
+    ]
+    sent = [str(message) for message in daemon.messages]
+    for secret in secrets:
+        assert secret not in log
+        assert not any(secret in text for text in written)
+        assert not any(secret in text for text in sent)
+
+
 async def test_no_secret_of_the_oauth_flow_is_logged_recorded_or_sent(tmp_path: Path) -> None:
     workspace, state = tmp_path / "ws", tmp_path / "state"
     workspace.mkdir()
@@ -69,16 +84,7 @@ async def test_no_secret_of_the_oauth_flow_is_logged_recorded_or_sent(tmp_path: 
     assert "DEBUG" in log
     secrets = [PRE_SECRET, *issued]
     assert len(secrets) >= 5  # two codes, two token pairs
-    written = [
-        path.read_bytes().decode("utf-8", "replace")
-        for path in state.rglob("*")
-        if path.is_file() and path.parent.name != "mcp-auth"
-    ]
-    sent = [str(message) for message in daemon.messages]
-    for secret in secrets:
-        assert secret not in log
-        assert not any(secret in text for text in written)
-        assert not any(secret in text for text in sent)
+    assert_nowhere(secrets, log, state, daemon)
     kept = (state / "mcp-auth" / "web.json").read_text()
     assert PRE_SECRET not in kept  # the entry's secret is never stored
     assert urllib.parse.urlsplit(opened[0]).query  # the page it opened was the real one
@@ -135,16 +141,7 @@ async def test_no_id_token_id_jag_or_secret_of_enterprise_authorization_leaks(
     assert (stats["exchange"], stats["jwt_bearer"]) == (2, 2)
     secrets = [MCP_SECRET, IDP_SECRET, *stats["issued"]]
     assert len(secrets) >= 8  # a code, ID token, refresh token, two ID-JAGs, two tokens...
-    written = [
-        path.read_bytes().decode("utf-8", "replace")
-        for path in state.rglob("*")
-        if path.is_file() and path.parent.name != "mcp-auth"
-    ]
-    sent = [str(message) for message in daemon.messages]
-    for secret in secrets:
-        assert secret not in log
-        assert not any(secret in text for text in written)
-        assert not any(secret in text for text in sent)
+    assert_nowhere(secrets, log, state, daemon)
     kept = (state / "mcp-auth" / "corp.json").read_text()
     assert MCP_SECRET not in kept
     assert IDP_SECRET not in kept
