@@ -438,6 +438,8 @@ class FakeThinkingChat:
     final: str = "All done."
     field: str = "reasoning_content"
     enforce: bool = True
+    text_only: bool = False
+    """A text-only model (as vLLM serves one): any image part is refused with vLLM's 400."""
     requests: list[dict[str, Any]] = attrs.field(factory=list)
     replies: list[int] = attrs.field(factory=list)
     thoughts: list[str] = attrs.field(factory=list)
@@ -458,6 +460,16 @@ class FakeThinkingChat:
         return f"Turn {number}: the tool answers this, so I call it."
 
     def _refusal(self, body: Mapping[str, Any]) -> Reply | None:
+        if self.text_only and any(
+            isinstance(part, Mapping) and part.get("type") == "image_url"
+            for message in body.get("messages") or []
+            for part in (message.get("content") if isinstance(message.get("content"), list) else [])
+        ):
+            return json_reply(
+                {"object": "error", "message": f"{body.get('model')} is not a multimodal model None",
+                 "type": "BadRequestError", "param": None, "code": 400},
+                400,
+            )  # fmt: skip
         media = chat_problem(list(body.get("messages") or []))
         if media is not None:
             return openai_error(400, media, param="messages")

@@ -32,6 +32,13 @@ def test_the_object_form_takes_base_url_and_key_env() -> None:
                              timeout_s=1.5, max_retries=1)  # fmt: skip
 
 
+def test_media_false_marks_a_text_only_model_and_anything_but_a_boolean_is_refused() -> None:
+    assert parse_model_spec({"provider": "openai", "model": "m"}).media is True
+    assert parse_model_spec({"provider": "openai", "model": "m", "media": False}).media is False
+    with pytest.raises(ModelConfigError, match="'media' must be true or false"):
+        parse_model_spec({"provider": "openai", "model": "m", "media": "no"})
+
+
 @pytest.mark.parametrize(
     "bad",
     ["cohere:command", "openai:", "nonsense", 42, {"provider": "nope"}, {"provider": "openai"},

@@ -165,6 +165,26 @@ async def test_chat_completions_gets_the_image_in_a_user_message_after_the_tool_
     ]}  # fmt: skip
 
 
+async def test_a_text_only_model_reads_the_placeholders_when_its_spec_says_media_false(
+    service: RunService,
+) -> None:
+    model = {"provider": "openai", "model": "qwen3-8b"}
+    refusing = FakeThinkingChat(calls=1, parallel_at=frozenset(), field="reasoning", enforce=False,
+                                text_only=True)  # fmt: skip
+    result, _ = await run(service, refusing, model)
+    assert result.status == "failed"
+    assert "qwen3-8b is not a multimodal model" in str(result.error)
+    chat = FakeThinkingChat(calls=1, parallel_at=frozenset(), field="reasoning", enforce=False,
+                            text_only=True)  # fmt: skip
+    result, _ = await run(service, chat, {**model, "media": False})
+    the_record_keeps_the_blocks(result)
+    assert chat.replies == [200, 200]
+    messages = chat.requests[-1]["messages"]
+    assert messages[-1]["role"] == "tool"
+    assert "[image: image/png, 72 B]" in messages[-1]["content"]
+    assert PNG not in str(messages)
+
+
 def test_the_text_names_each_medium_and_a_bad_one_is_never_sent() -> None:
     bad = [
         {"type": "image", "data": "not base64!", "mimeType": "image/png"},

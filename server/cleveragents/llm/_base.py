@@ -16,6 +16,8 @@ from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Mapping, Sequence
 from typing import Any
 
+import attrs
+
 from cleveragents.tool import LLMRequest, LLMResponse, ToolCallRouter, ToolSchema
 
 from ._clients import ClientPool
@@ -176,6 +178,8 @@ class SdkCaller(ABC):
         )
 
     async def _call(self, request: LLMRequest) -> LLMResponse:
+        if not self.spec.media:
+            request = without_media(request)
         body = self.body(request)
         key = self.spec.api_key()
         # Read per call, since the environment may change between runs of one caller.
@@ -193,3 +197,15 @@ class SdkCaller(ABC):
             sleep=self._sleep,
             as_chunk=self._chunk,
         )
+
+
+def without_media(request: LLMRequest) -> LLMRequest:
+    """``request`` with no images or audio on its messages (a ``media: false`` model's):
+    their text placeholders stay, so the model still learns what a tool returned."""
+    if not any(message.media for message in request.messages):
+        return request
+    messages = [
+        attrs.evolve(message, media=[]) if message.media else message
+        for message in request.messages
+    ]
+    return attrs.evolve(request, messages=messages)

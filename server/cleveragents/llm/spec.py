@@ -29,7 +29,7 @@ MODEL_ENV_VAR = "CLEVERAGENTS_MODEL"
 
 _OBJECT_FORM = (
     "{provider, model?, api?, baseUrl?, apiKeyEnv?, script?, path?, maxTokens?, temperature?, "
-    "timeoutMs?, maxRetries?, reasoning?, cache?, contextWindow?}"
+    "timeoutMs?, maxRetries?, reasoning?, cache?, contextWindow?, media?}"
 )
 REASONING_EFFORTS = ("minimal", "low", "medium", "high")
 """The neutral reasoning levels; each adapter maps them to its provider's own knob."""
@@ -146,6 +146,10 @@ class ModelSpec:
     cache: bool = True
     """Whether the adapter marks prompt-cache breakpoints where its provider needs them
     (Anthropic); providers that cache on their own are not affected."""
+    media: bool = True
+    """Whether a tool's images and audio are sent to the model (``media``); ``False`` for
+    a text-only model behind a provider's API, which refuses them: it reads their text
+    placeholders (``[image: image/png, 1.2 KB]``) instead."""
 
     def api_key(self) -> str | None:
         """The API key: from the environment, else from the installed
@@ -217,6 +221,7 @@ _OBJECT_KEYS = {
     "reasoning",
     "cache",
     "contextWindow",
+    "media",
 }
 
 
@@ -283,9 +288,10 @@ def _parse_object(obj: Mapping[str, Any]) -> ModelSpec:
         )
     timeout_ms = opt("timeoutMs", (int, float))
     max_retries = opt("maxRetries", int)
-    cache = obj.get("cache", True)
-    if not isinstance(cache, bool):
-        raise ModelConfigError("model spec field 'cache' must be true or false")
+    cache, media = obj.get("cache", True), obj.get("media", True)
+    for name, flag in (("cache", cache), ("media", media)):
+        if not isinstance(flag, bool):
+            raise ModelConfigError(f"model spec field {name!r} must be true or false")
     return ModelSpec(
         provider.name,
         model=model,
@@ -300,6 +306,7 @@ def _parse_object(obj: Mapping[str, Any]) -> ModelSpec:
         reasoning=_reasoning(obj.get("reasoning")),
         cache=cache,
         context_window=_window(obj.get("contextWindow")),
+        media=media,
     )
 
 
