@@ -23,7 +23,12 @@ import attrs
 import fastjsonschema
 
 from ._errors import InvalidToolNameError, ToolError, ToolInputError, ToolOutputError
-from ._schema_guard import CompiledSchema, ValidationBudgetExceeded, compile_guarded
+from ._schema_guard import (
+    VALIDATION_BUDGET_S,
+    CompiledSchema,
+    ValidationBudgetExceeded,
+    compile_guarded,
+)
 from ._schema_guard import SchemaDefinitionError as SchemaDefinitionError
 from ._types import (
     RESERVED_INPUT_KEYS,
@@ -186,6 +191,27 @@ def _compile_field(schema: Mapping[str, JSONValue], field: str) -> CompiledSchem
         raise SchemaDefinitionError(exc.path, exc.problem, field) from None
 
 
+class _OnFirstUse:
+    """A schema's validator compiled when it is first called. Only a built-in tool's
+    schemas are left for later (``ToolSpec.validators_on_first_use``): they are the
+    project's own, each compiled by a test, and compiling the six of them cost every
+    daemon ~14 ms before its ``initialize`` reply. Anyone else's schema is compiled when
+    its spec is built, so a bad one is refused there."""
+
+    __slots__ = ("_field", "_schema", "compiled")
+
+    def __init__(self, schema: Mapping[str, JSONValue], field: str) -> None:
+        self._schema = schema
+        self._field = field
+        self.compiled: CompiledSchema | None = None
+
+    def __call__(self, value: Any, budget_s: float = VALIDATION_BUDGET_S) -> None:
+        compiled = self.compiled
+        if compiled is None:  # two threads at once compile twice; the cache keeps one
+            compiled = self.compiled = _compile_field(self._schema, self._field)
+        compiled(value, budget_s)
+
+
 def is_async_callable(fn: object) -> bool:
     """Whether calling ``fn`` returns a coroutine (functions, methods, callable objects)."""
     return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(
@@ -301,13 +327,16 @@ class ToolSpec:
     on_activate: LifecycleHook | None = None
     on_deactivate: LifecycleHook | None = None
     metadata: dict[str, Any] = attrs.field(factory=dict)
+    validators_on_first_use: bool = attrs.field(default=False, kw_only=True, repr=False)
+    """Compile the schemas' validators at the first call instead of now: for the built-in
+    tools only, whose schemas are known good (see ``_OnFirstUse``)."""
     schema: ToolSchema = attrs.field(init=False)
     is_async: bool = attrs.field(init=False)
     takes_context: bool = attrs.field(init=False)
     inline: bool = attrs.field(init=False)
     invoke: Invoke = attrs.field(init=False, repr=False)
-    _validate_input: CompiledSchema = attrs.field(init=False, repr=False)
-    _validate_output: CompiledSchema | None = attrs.field(init=False, repr=False)
+    _validate_input: CompiledSchema | _OnFirstUse = attrs.field(init=False, repr=False)
+    _validate_output: CompiledSchema | _OnFirstUse | None = attrs.field(init=False, repr=False)
 
     def __attrs_post_init__(self) -> None:
         if not isinstance(self.name, str) or not TOOL_NAME_PATTERN.fullmatch(self.name):
@@ -322,9 +351,10 @@ class ToolSpec:
         self.invoke = invoker(self.name, self.handler, self.takes_context)
         parameters = _strip_reserved(self.input_schema)
         self.schema = ToolSchema(self.name, self.description, parameters)
-        self._validate_input = _compile_field(parameters, "input_schema")
+        compile_field = _OnFirstUse if self.validators_on_first_use else _compile_field
+        self._validate_input = compile_field(parameters, "input_schema")
         self._validate_output = (
-            _compile_field(self.output_schema, "output_schema")
+            compile_field(self.output_schema, "output_schema")
             if self.output_schema is not None
             else None
         )
@@ -366,6 +396,8 @@ class ToolSpec:
         spec: a tool source that goes away (an MCP server removed) gives their memory
         back at once instead of when the cache would drop them. The spec still works."""
         for validator in (self._validate_input, self._validate_output):
+            if isinstance(validator, _OnFirstUse):
+                validator = validator.compiled
             if validator is not None:
                 _validators.discard(validator)
 

@@ -108,6 +108,7 @@ def apply_edit(
 def edit_spec(limits: WorkspaceLimits) -> ToolSpec:
     """``builtin/file-edit`` bound to ``limits``."""
     return ToolSpec(
+        validators_on_first_use=True,  # the project's own schema: compiled by a test
         name="builtin/file-edit",
         description=(
             "Replace the exact text old_text with new_text in a file. old_text must "

@@ -80,6 +80,7 @@ def _cap_note(truncated: bool, exhausted: bool, limits: WorkspaceLimits) -> str 
 def list_spec(limits: WorkspaceLimits) -> ToolSpec:
     """``builtin/file-list`` bound to ``limits``."""
     return ToolSpec(
+        validators_on_first_use=True,  # the project's own schema: compiled by a test
         name="builtin/file-list",
         description=(
             "List files and directories beneath path (default: the sandbox root) "

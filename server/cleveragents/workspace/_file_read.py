@@ -138,6 +138,7 @@ def _decode_line(raw: bytes, shown: str, line_no: int, *, cut: bool = False) -> 
 def read_spec(limits: WorkspaceLimits) -> ToolSpec:
     """``builtin/file-read`` bound to ``limits``."""
     return ToolSpec(
+        validators_on_first_use=True,  # the project's own schema: compiled by a test
         name="builtin/file-read",
         description=(
             "Read a UTF-8 text file, optionally only lines start_line..end_line "

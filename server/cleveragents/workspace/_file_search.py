@@ -160,6 +160,7 @@ def search_spec(limits: WorkspaceLimits) -> ToolSpec:
         ["path", "line", "text"],
     )
     return ToolSpec(
+        validators_on_first_use=True,  # the project's own schema: compiled by a test
         name="builtin/file-search",
         description=(
             "Search UTF-8 text files beneath path (default: the sandbox root; may be "

@@ -57,6 +57,7 @@ def write_args(inputs: dict[str, JSONValue], limits: WorkspaceLimits) -> tuple[s
 def write_spec(limits: WorkspaceLimits) -> ToolSpec:
     """``builtin/file-write`` bound to ``limits``."""
     return ToolSpec(
+        validators_on_first_use=True,  # the project's own schema: compiled by a test
         name="builtin/file-write",
         description=(
             "Create or overwrite a UTF-8 text file with content, creating missing "

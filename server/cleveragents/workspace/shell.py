@@ -356,6 +356,7 @@ class ShellTool:
             "timeout_ms": {"type": "integer", "minimum": 1, "maximum": lim.max_shell_timeout_ms},
         }
         return ToolSpec(
+            validators_on_first_use=True,  # the project's own schema: compiled by a test
             name="builtin/shell",
             description=(
                 "Run a command with /bin/sh -c in the sandbox root. When confined "
