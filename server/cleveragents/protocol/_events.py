@@ -72,9 +72,26 @@ def _wire_maker(wire: type) -> Callable[[RunEvent], Any]:
     return make
 
 
-_MAKERS: dict[type, tuple[str, Callable[[RunEvent], Any]]] = {
-    event: (method.name, _wire_maker(method.params)) for event, method in RUN_EVENTS.items()
-}
+_MAKERS: dict[type, tuple[str, Callable[[RunEvent], Any]]] = {}
+"""Each run event's method and wire maker, built at its first use (see ``_made``)."""
+
+
+def _made(
+    table: dict[type, tuple[str, Callable[[RunEvent], Any]]],
+    cls: type,
+    build: Callable[[type, type], Callable[[RunEvent], Any]],
+) -> tuple[str, Callable[[RunEvent], Any]] | None:
+    """``table``'s entry for event class ``cls``, built by ``build(cls, wire class)`` the
+    first time: building every event's maker (cattrs code, type hints) at import cost
+    the daemon ~5 ms before its ``initialize`` reply, for events no run had sent yet.
+    ``None`` for a class not in ``RUN_EVENTS``."""
+    found = table.get(cls)
+    if found is None:
+        method = RUN_EVENTS.get(cls)
+        if method is None:
+            return None
+        found = table[cls] = (method.name, build(cls, method.params))
+    return found
 
 
 def _same_shape(core: Any, wire: Any) -> bool:
@@ -108,15 +125,13 @@ def _params_maker(event: type, wire: type) -> Callable[[RunEvent], Any]:
     return lambda e: unstructure(make(e))
 
 
-_PARAMS: dict[type, tuple[str, Callable[[RunEvent], Any]]] = {
-    event: (method.name, _params_maker(event, method.params))
-    for event, method in RUN_EVENTS.items()
-}
+_PARAMS: dict[type, tuple[str, Callable[[RunEvent], Any]]] = {}
+"""Each run event's method and params maker, built at its first use (``_made``)."""
 
 
 def wire_notification(event: RunEvent) -> tuple[str, Any] | None:
     """The method and wire object of an event; ``None`` for one not sent on the wire."""
-    found = _MAKERS.get(type(event))
+    found = _made(_MAKERS, type(event), lambda _event, wire: _wire_maker(wire))
     return None if found is None else (found[0], found[1](event))
 
 
@@ -134,7 +149,7 @@ class EventEncoder:
         """(method, params text) of one event; ``None`` for one not on the wire."""
         if event.__class__ is ToolCallFinished:
             return _TOOL_CALL, self._record(event)
-        found = _PARAMS.get(event.__class__)
+        found = _made(_PARAMS, event.__class__, _params_maker)
         if found is None:
             return None
         return found[0], _encode(found[1](event))
