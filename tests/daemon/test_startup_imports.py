@@ -17,7 +17,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from cleveragents.client._connection import frame, read_frame
+from cleveragents.client._connection import read_frame
+from cleveragents.protocol import frame
 
 NOT_BEFORE_INITIALIZE = {
     # provider SDKs and their HTTP stack: imported when an adapter is built
