@@ -222,6 +222,7 @@ export interface McpIdentityProvider {
 /** Params of `mcp/login`. */
 export interface McpLoginParams {
   name: string;
+  runId?: string;
 }
 
 /** Result of `mcp/login`. */
@@ -232,6 +233,7 @@ export interface McpLoginResult {
 /** Params of `mcp/logout`. */
 export interface McpLogoutParams {
   name: string;
+  runId?: string;
 }
 
 /** Result of `mcp/logout`. */

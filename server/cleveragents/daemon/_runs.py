@@ -21,6 +21,7 @@ from ..runs import (
     CapabilityError,
     CompactionSettings,
     ForkFrom,
+    McpServers,
     RunRequest,
     RunRequestError,
     RunService,
@@ -32,6 +33,7 @@ from ..tool import (
     RunEvent,
     RunFinished,
     RunStarted,
+    ToolNotFoundError,
     UsageLimits,
 )
 from ..transcripts import PROMPT_SUMMARY_MAX, RunNotFoundError
@@ -235,19 +237,32 @@ class DaemonRuns:
         return wire.McpRemoveResult(await self.service.mcp.remove(params.names))
 
     async def mcp_login(self, params: wire.McpLoginParams) -> wire.McpLoginResult:
-        mcp = self.service.mcp
+        mcp = self._servers_of(params.run_id, params.name)
         await mcp.login(params.name)
-        return wire.McpLoginResult(self._status(params.name))
+        return wire.McpLoginResult(self._status(mcp, params.name))
 
     async def mcp_logout(self, params: wire.McpLogoutParams) -> wire.McpLogoutResult:
-        mcp = self.service.mcp
+        mcp = self._servers_of(params.run_id, params.name)
         server = mcp.servers.get(params.name)
         forgotten = server is not None and server.has_stored_auth()
         await mcp.logout(params.name)
-        return wire.McpLogoutResult(forgotten, self._status(params.name))
+        return wire.McpLogoutResult(forgotten, self._status(mcp, params.name))
 
-    def _status(self, name: str) -> wire.McpServerStatus:
-        return next(status_wire(s) for s in self.service.mcp.statuses() if s.name == name)
+    def _servers_of(self, run_id: str | None, name: str) -> McpServers:
+        """The daemon's servers, or with ``run_id`` that active run's own (-32012 when it
+        has none named ``name``)."""
+        if run_id is None:
+            return self.service.mcp
+        handle = self.service.handle(run_id)
+        if handle is None:
+            raise RunNotFoundError(f"unknown or finished run {run_id!r}")
+        if handle.mcp is None:
+            raise ToolNotFoundError(f"run {run_id!r} has no MCP server named {name!r}")
+        return handle.mcp
+
+    @staticmethod
+    def _status(mcp: McpServers, name: str) -> wire.McpServerStatus:
+        return next(status_wire(s) for s in mcp.statuses() if s.name == name)
 
     def mcp_list(self, params: wire.McpServersParams) -> wire.McpServersResult:
         states = self.service.mcp.statuses()

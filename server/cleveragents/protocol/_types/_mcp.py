@@ -184,6 +184,9 @@ class McpLoginParams:
     name: str
     """A server of the daemon (an unknown name is -32012): its tokens are forgotten and a new
     sign-in starts."""
+    run_id: str | None = opt()
+    """A server of this active run's own (``run/start.mcpServers``) instead (-32022 for an
+    unknown or finished run)."""
 
 
 @attrs.define
@@ -197,6 +200,8 @@ class McpLoginResult:
 class McpLogoutParams:
     name: str
     """A server of the daemon (an unknown name is -32012)."""
+    run_id: str | None = opt()
+    """A server of this active run's own instead (-32022 for an unknown or finished run)."""
 
 
 @attrs.define
