@@ -32,6 +32,8 @@ from ._model import (
     PruneResult,
     RestoreResult,
 )
+from ._paths import Known, NeedsFullRead, read_paths, relative
+from ._paths import apply as apply_paths
 from ._prune import Counts, reachable
 from ._restore import Plan, apply, make_plan
 from ._scan import DirectoryMemo, Scan, open_root
@@ -55,12 +57,15 @@ class _Trees:
         database: Database,
         scan: Scan | None = None,
         extra: dict[bytes, bytes] | None = None,
+        decoded: dict[bytes, dict[str, Node]] | None = None,
     ) -> None:
         self._database = database
         self._extra = {**(scan.trees if scan else {}), **(extra or {})}
         self._decoded: dict[bytes, dict[str, Node]] = (
             {memo.digest: memo.entries for memo in scan.memo.values()} if scan else {}
         )
+        if decoded:
+            self._decoded.update(decoded)
 
     def tree(self, digest: bytes) -> dict[str, Node]:
         found = self._decoded.get(digest)
@@ -110,6 +115,11 @@ class CheckpointStore:
         self._lock = threading.RLock()
         self._cache: tuple[int, dict[str, CacheEntry]] | None = None
         self._memo: dict[str, DirectoryMemo] = {}
+        self._known: Known | None = None
+        """What this object recorded at its last checkpoint, for the next to build on."""
+        self.full_reads = 0
+        """How many times this object read the whole workspace for a checkpoint (a
+        test's, a benchmark's figure)."""
 
     @classmethod
     def open(
@@ -275,26 +285,85 @@ class CheckpointStore:
         run_id: str | None = None,
         iteration: int | None = None,
         previous_id: str | None = _AUTO,
+        changed: Collection[str] | None = None,
     ) -> Checkpoint:
         """Snapshot the workspace now.
 
         ``changed_paths`` compares it with ``previous_id``: by default the newest
         checkpoint of ``run_id`` (none for a run's first), or without ``run_id`` the
         store's newest. :class:`CheckpointError` when the workspace cannot be read or
-        holds more than ``settings.max_entries`` entries (then nothing is recorded)."""
+        holds more than ``settings.max_entries`` entries (then nothing is recorded).
+
+        ``changed`` (paths, absolute or relative to the root) is the caller's word that
+        nothing else changed since that previous checkpoint (a run's file tools wrote
+        them): then only they are read, over the previous checkpoint's tree, when this
+        object took that checkpoint and it is still the store's newest; otherwise, or
+        when a read of those paths cannot settle it (a directory, a ``.gitignore``, ...),
+        the whole workspace is read as without ``changed``."""
         with self._lock, self._database.exclusive():
             if previous_id is _AUTO:
                 previous = self._database.latest_row(run_id)
             else:
                 previous = self._row(previous_id) if previous_id is not None else None
+            scan = None
             with self._database.transaction():
-                scan = self._scan(store=True)
-                checkpoint = self._take_recorded(scan, label, run_id, iteration, previous)
-                generation = self._database.save_cache(
-                    self._load_cache(), scan.cache, scan.cache_added
+                taken = None
+                if changed is not None:
+                    taken = self._take_paths(changed, label, run_id, iteration, previous)
+                if taken is None:
+                    self.full_reads += 1
+                    scan = self._scan(store=True)
+                    checkpoint = self._take_recorded(scan, label, run_id, iteration, previous)
+                    taken = checkpoint, Known.of_scan(checkpoint.id, scan)
+                    generation = self._database.save_cache(
+                        self._load_cache(), scan.cache, scan.cache_added
+                    )
+            if scan is not None:
+                self._cache = (generation, scan.cache)
+            self._known = taken[1]
+            return taken[0]
+
+    def _take_paths(
+        self,
+        changed: Collection[str],
+        label: str,
+        run_id: str | None,
+        iteration: int | None,
+        previous: tuple[Any, ...] | None,
+    ) -> tuple[Checkpoint, Known] | None:
+        """The checkpoint of the paths ``changed`` over the previous one, or ``None``
+        when only a full read can take it (see :meth:`take`)."""
+        known, database = self._known, self._database
+        if known is None or previous is None or previous[1] != known.checkpoint_id:
+            return None
+        latest = database.latest_row()
+        if latest is None or latest[1] != known.checkpoint_id:
+            return None  # another store (a process, a restore) recorded one since
+        try:
+            rels = [relative(self.root, path) for path in changed]
+            with self._workspace() as dirs:
+                found = read_paths(
+                    known, rels, dirs, self.settings, self._skip_dirs, database.put_object
                 )
-            self._cache = (generation, scan.cache)
-            return checkpoint
+            applied = apply_paths(known, found, self.settings)
+        except NeedsFullRead:
+            return None
+        database.put_trees(applied.trees)
+        new = applied.known
+        checkpoint = self._record(
+            _Trees(database, extra=applied.trees, decoded=applied.decoded),
+            new.root,
+            label=label,
+            run_id=run_id,
+            iteration=iteration,
+            previous=previous,
+            changed=None,
+            files=new.files,
+            size=new.bytes,
+            not_captured=new.not_captured,
+            skipped=new.skipped,
+        )
+        return checkpoint, new._replace(checkpoint_id=checkpoint.id)
 
     def _take_recorded(
         self,

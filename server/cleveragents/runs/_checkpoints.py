@@ -9,6 +9,13 @@ client tools not annotated read-only), then one after each iteration that ran on
 most one per iteration. An after-iteration snapshot runs in a worker thread while the
 next model call goes on; the next mutating call, and the run's end, wait for it.
 
+An iteration whose mutating calls were all built-in file tools (``file-write``,
+``file-edit``) that succeeded knows every path it changed (each call's output names the
+real path it wrote): its snapshot reads only those, over the run's previous checkpoint
+(``CheckpointStore.take(changed=...)``). Any other mutating call (the shell, an MCP or
+client tool), a file tool that failed or did not finish, or an output without its path
+makes the snapshot read the whole workspace, as the first one always does.
+
 A failing snapshot never fails the run: it is logged, written to the transcript as a
 ``$/checkpoint`` line, and the run goes on (after a failed first snapshot the run takes
 no more, since a revert would have nothing to go back to).
@@ -41,7 +48,7 @@ from ..checkpoints import (
     RestoreResult,
     stored_workspaces,
 )
-from ..tool import Checkpointed, PermissionQuery, ToolSpec
+from ..tool import Checkpointed, PermissionQuery, ToolCallRecord, ToolSpec
 from ..transcripts import RunStateError, TranscriptStore
 from ..workspace import SandboxViolationError
 
@@ -54,6 +61,11 @@ CHECKPOINT_NOTE = "$/checkpoint"
 PRUNE_EVERY_S = 3600.0
 """A store is pruned when the service first opens it, then at a run's end at most this
 often (pruning walks the whole store and compacts its database)."""
+
+
+FILE_TOOLS = frozenset({"builtin/file-write", "builtin/file-edit"})
+"""The mutating tools that change only the file their output's ``path`` names (the
+``builtin/`` prefix is reserved: no client or MCP tool takes these names)."""
 
 
 def mutating(spec: ToolSpec) -> bool:
@@ -160,6 +172,12 @@ class RunCheckpoints:
         self._pending: asyncio.Future[bool] | None = None
         self._dirty: set[int] = set()
         """Iterations that ran (or began) a mutating call."""
+        self._written: dict[int, set[str]] = {}
+        """Per iteration, the paths its finished file-tool calls wrote."""
+        self._open: dict[int, set[str]] = {}
+        """Per iteration, the file-tool calls begun and not yet finished."""
+        self._unknown: set[int] = set()
+        """Iterations that changed what the run cannot name: their snapshot reads all."""
         self._taken: set[int] = set()
         self._disabled = False
 
@@ -174,6 +192,10 @@ class RunCheckpoints:
         if self._disabled or not mutating(query.spec):
             return
         self._dirty.add(query.iteration)
+        if query.spec.name in FILE_TOOLS:
+            self._open.setdefault(query.iteration, set()).add(query.call_id)
+        else:
+            self._unknown.add(query.iteration)
         pending = self._pending
         if pending is not None:
             await asyncio.shield(pending)
@@ -182,6 +204,26 @@ class RunCheckpoints:
                 self._take(query.iteration - 1, "before the run's first change", first=True)
             )
         await asyncio.shield(self._first)
+
+    def call_finished(self, record: ToolCallRecord) -> None:
+        """A call ended: a file tool's written path is kept for its iteration's snapshot
+        (one that failed may have changed anything it reached: the snapshot reads all)."""
+        calls = self._open.get(record.iteration)
+        if calls is None or record.call_id not in calls:
+            return
+        calls.discard(record.call_id)
+        output = record.output
+        path = output.get("path") if isinstance(output, dict) else None
+        if record.success and isinstance(path, str) and os.path.isabs(path):
+            self._written.setdefault(record.iteration, set()).add(path)
+        else:
+            self._unknown.add(record.iteration)
+
+    def _changed(self, iteration: int) -> set[str] | None:
+        """The paths iteration ``iteration`` changed, or ``None`` when it cannot say."""
+        if iteration in self._unknown or self._open.get(iteration):
+            return None
+        return self._written.get(iteration, set())
 
     def iteration_finished(self, iteration: int) -> None:
         """After an iteration that ran a mutating call: snapshot it in the background."""
@@ -198,7 +240,10 @@ class RunCheckpoints:
             await asyncio.shield(self._first)
         if self._disabled:
             return False
-        return await self._take(iteration, f"after iteration {iteration}")
+        changed = self._changed(iteration)
+        self._written.pop(iteration, None)
+        self._open.pop(iteration, None)
+        return await self._take(iteration, f"after iteration {iteration}", changed=changed)
 
     async def settle(self) -> None:
         """At the run's end: wait for the snapshot under way, and take the one of an
@@ -210,11 +255,17 @@ class RunCheckpoints:
         if self._first is not None:
             await asyncio.shield(self._first)
 
-    async def _take(self, iteration: int, label: str, *, first: bool = False) -> bool:
+    async def _take(
+        self,
+        iteration: int,
+        label: str,
+        *,
+        first: bool = False,
+        changed: Collection[str] | None = None,
+    ) -> bool:
         try:
-            store = await self._stores.get(self._root)
             checkpoint: Checkpoint = await asyncio.to_thread(
-                store.take, label=label, run_id=self._run_id, iteration=max(0, iteration)
+                self._take_now, label, max(0, iteration), changed
             )
         except Exception as exc:  # a snapshot never fails its run
             reason = exc.message if isinstance(exc, CheckpointError) else type(exc).__name__
@@ -228,6 +279,11 @@ class RunCheckpoints:
             return False
         self._emit(Checkpointed(max(0, iteration), checkpoint.id, checkpoint.files_changed))
         return True
+
+    def _take_now(self, label: str, iteration: int, changed: Collection[str] | None) -> Checkpoint:
+        """In a worker thread: open the store (once per service) and snapshot."""
+        store = self._stores.open(self._root)
+        return store.take(label=label, run_id=self._run_id, iteration=iteration, changed=changed)
 
 
 # -- what the service does with a run's checkpoints ------------------------------------

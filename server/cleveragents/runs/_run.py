@@ -116,9 +116,13 @@ class Run(EventSink):
         if recorder.transcript.error is not None and not self.cancel.cancelled:
             self.cancel.cancel(TRANSCRIPT_FAILED)
         self._deliver(event, text)
-        if self.checkpoints is not None and event.__class__ is IterationFinished:
-            assert isinstance(event, IterationFinished)
-            self.checkpoints.iteration_finished(event.iteration)
+        if self.checkpoints is not None:
+            if event.__class__ is ToolCallFinished:
+                assert isinstance(event, ToolCallFinished)
+                self.checkpoints.call_finished(event.record)
+            elif event.__class__ is IterationFinished:
+                assert isinstance(event, IterationFinished)
+                self.checkpoints.iteration_finished(event.iteration)
 
     def _deliver(self, event: RunEvent, text: str | None) -> None:
         if self.observer is not None:
