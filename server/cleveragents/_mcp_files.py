@@ -24,7 +24,6 @@ import math
 import os
 import shlex
 import stat
-import tomllib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -329,11 +328,15 @@ def _kind(value: object) -> str:
 def read_toml_servers(path: Path, environ: Mapping[str, str] | None = None) -> list[Entry]:
     """``config.toml``'s servers (``[]`` when there is no file or no table)."""
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         return []
     except (OSError, UnicodeDecodeError) as exc:
         raise McpFileError(f"cannot read {path}: {exc}") from None
+    import tomllib  # only with a file to parse: no start-up without one pays for it
+
+    try:
+        data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise McpFileError(f"{path} is not valid TOML: {exc}") from None
     if "mcp_servers" not in data:

@@ -47,6 +47,7 @@ NOT_BEFORE_INITIALIZE = {
     "cleveragents.client._terminal": "the terminal views",
     "rich": "the terminal's live view",
     "keyring": "the OS keyring (read when a key is looked up)",
+    "tomllib": "the TOML parser, with no config.toml to read",
 }
 
 _IMPORT_LINE = re.compile(r"^import time:\s+\d+ \|\s+\d+ \|\s*(\S+)$")

@@ -13,7 +13,6 @@ Knows nothing of the daemon: it resolves values, and the command passes them on.
 from __future__ import annotations
 
 import os
-import tomllib
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -58,11 +57,15 @@ def default_state_dir(env: Mapping[str, str] | None = None) -> Path:
 def load_file(path: Path) -> dict[str, str]:
     """The file's settings; ``{}`` when there is no file."""
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         return {}
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"cannot read {path}: {exc}") from None
+    import tomllib  # only with a file to parse: no start-up without one pays for it
+
+    try:
+        data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path} is not valid TOML: {exc}") from None
     out: dict[str, str] = {}
