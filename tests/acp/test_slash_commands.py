@@ -6,16 +6,20 @@ undoes it; none of them reaches the model."""
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 from typing import Any
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from cleveragents.acp._commands import MAX_PATCH_CHARS, fenced, parse
 from cleveragents.transcripts import TranscriptStore
 from kit.acp import AcpClient, Spawn, tool_updates
+from kit.fake_openai import openai_error
+from kit.loopback import LoopbackServer, Reply, data, sse_reply
 from kit.models import call, script_file, scripted
 
 WRITE = scripted(
@@ -111,6 +115,60 @@ async def test_diff_then_undo_refused_forced_and_undone_by_restore(
     assert len(tool_updates(client.updates(session))) == 2
     await client.prompt(session, "/undo")
     assert replies(client, session)[-1] == "/undo: no turn of this session to undo"
+
+
+def write_call(path: str) -> Reply:
+    """A streamed chat-completions answer calling ``builtin/file-write`` for ``path``."""
+    arguments = json.dumps({"path": path, "content": f"{path}\n"})
+    call = {"index": 0, "id": f"call_{path}", "type": "function",
+            "function": {"name": "builtin__file-write", "arguments": arguments}}  # fmt: skip
+    return sse_reply(chunk({"role": "assistant", "tool_calls": [call]}, "tool_calls"), DONE)
+
+
+def text(words: str) -> Reply:
+    return sse_reply(chunk({"role": "assistant", "content": words}, "stop"), DONE)
+
+
+def chunk(delta: dict[str, Any], finish: str) -> str:
+    return data({"id": "c1", "object": "chat.completion.chunk", "created": 1, "model": "m",
+                 "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]})  # fmt: skip
+
+
+DONE = "data: [DONE]\n\n"
+
+
+async def test_a_failed_turn_is_the_one_undo_puts_back_and_the_next_turn_skips_it(
+    spawn: Spawn, workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-0123456789")
+    with LoopbackServer() as server:
+        server.queue(
+            write_call("first.md"), text("Wrote the first."),
+            write_call("second.md"), openai_error(400, "the model broke", param=None),
+            text("Going on."),
+        )  # fmt: skip
+        model = {"provider": "openai", "model": "m", "baseUrl": f"{server.base_url}/v1",
+                 "maxRetries": 0}  # fmt: skip
+        client = await spawn(model)
+        client.on_request = allow
+        session = (await client.new_session(workspace))["sessionId"]
+        assert await client.prompt(session, "the first") == {"stopReason": "end_turn"}
+        params = {"sessionId": session, "prompt": [{"type": "text", "text": "the second"}]}
+        failed = await client.raw_request("session/prompt", params, timeout=15)
+        assert "the model broke" in failed["error"]["message"]
+        assert (workspace / "second.md").exists()  # written before the model failed
+
+        await client.prompt(session, "/undo")
+        assert not (workspace / "second.md").exists()  # the failed turn's, not the first's
+        assert (workspace / "first.md").read_text() == "first.md\n"
+
+        assert await client.prompt(session, "go on") == {"stopReason": "end_turn"}
+        sent = json.dumps(server.requests[-1].body["messages"])
+        assert "the first" in sent
+        assert "the second" not in sent  # a failed turn is not gone on from
+        await client.prompt(session, "/undo")  # the turn that went on
+        await client.prompt(session, "/undo")
+        assert not (workspace / "first.md").exists()
 
 
 async def test_serve_no_checkpoints_takes_none_so_diff_shows_nothing(

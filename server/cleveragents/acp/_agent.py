@@ -445,10 +445,12 @@ class AcpAgent:
             return await self._command(session, blocks, *command)
         assert self.rpc is not None
         require_model(self.settings.model)  # in an ACP user's words, before any run
+        failed: list[str] = meta.setdefault("failed", [])
+        goes_on = [run_id for run_id in runs if run_id not in failed]
         request = RunRequest(
             prompt=text, run_id=uuid.uuid4().hex, automation_profile=meta["mode"],
             sandbox_root=session.roots[0], roots=session.roots,
-            continue_from=runs[-1] if runs else None, registry=session.registry,
+            continue_from=goes_on[-1] if goes_on else None, registry=session.registry,
             ask=session.ask, on_authorized=session.running, pace=self.rpc.pace,
         )  # fmt: skip
         session.turn = Turn(str(request.run_id))
@@ -472,8 +474,11 @@ class AcpAgent:
         finally:
             self._used[session.id] = time.monotonic()
             meta["updatedAt"] = _now()
-            if session.turn is not None and session.turn.status not in (None, "failed"):
+            if session.turn is not None and session.turn.status is not None:
+                # Every turn is one /undo and /diff count; a failed one is not gone on from.
                 runs.append(handle.run_id)
+                if session.turn.status == "failed":
+                    failed.append(handle.run_id)
             self.store.save(meta)
         session.close_turn("cancelled" if result.status == "cancelled" else "interrupted")
         if result.status == "failed":

@@ -111,6 +111,9 @@ async def _undo(session: Session, argument: str) -> str:
     if refused:
         return text
     runs.pop()
+    failed: list[str] = session.meta.get("failed", [])
+    if run_id in failed:
+        failed.remove(run_id)
     session.store.save(session.meta)
     return text + "\n\nThe next prompt goes on from before that turn."
 

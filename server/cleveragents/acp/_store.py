@@ -86,6 +86,9 @@ def _shape_problem(meta: dict[str, Any], session_id: str) -> str | None:
     runs = meta.get("runs")
     if not (isinstance(runs, list) and all(isinstance(r, str) and valid_run_id(r) for r in runs)):
         bad.append("runs")
+    failed = meta.get("failed", [])
+    if not (isinstance(failed, list) and all(isinstance(runs, list) and r in runs for r in failed)):
+        bad.append("failed")
     if not bad:
         return None
     return f"its {', '.join(bad)} {'has' if len(bad) == 1 else 'have'} the wrong shape"
