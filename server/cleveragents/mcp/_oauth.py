@@ -66,6 +66,8 @@ MAX_CALLBACK_REQUEST = 8 * 1024
 MAX_CALLBACK_CONNECTIONS = 8
 CALLBACK_READ_TIMEOUT_S = 10.0
 PRIVATE_KEY_MAX_BYTES = 64 * 1024
+MAX_ISSUER_CHARS = 2048
+"""The longest issuer a 2025-03-26 server's metadata may name and be taken."""
 REFRESH_MARGIN_S = 30.0
 """How long before its expiry a token is refreshed (at most; a tenth of its life when
 that is shorter)."""
@@ -242,6 +244,7 @@ class _CodeGrant(OAuthClientProvider):
             issuer = json.loads(await response.aread()).get("issuer")
             if (
                 isinstance(issuer, str)
+                and len(issuer) <= MAX_ISSUER_CHARS
                 and issuer.rstrip("/") != origin
                 and _origin_of(issuer) == origin
                 and not urlsplit(issuer).query
