@@ -41,6 +41,8 @@ _DIRECTORY = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _FILE = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 _GITIGNORE_MAX_BYTES = 1024 * 1024  # as the file tools read it
 _SWAPPED = frozenset({errno.ELOOP, errno.ENOTDIR, errno.EMLINK, errno.ENOENT})
+_NEVER_READ = frozenset({".git"})
+_S_IFMT, _S_IFREG = 0o170000, stat.S_IFREG
 
 
 class DirectoryMemo(NamedTuple):
@@ -153,11 +155,14 @@ class Scan:
             )
         entries: dict[str, Node] = {}
         before = memo.entries if memo is not None else {}
-        is_file, is_dir, is_link = stat.S_ISREG, stat.S_ISDIR, stat.S_ISLNK
+        is_dir, is_link = stat.S_ISDIR, stat.S_ISLNK
         old_cache, cache, files, size = self.old_cache, self.cache, 0, 0
+        skip = ignored | _NEVER_READ if ignored else _NEVER_READ
+        # The loop below runs once per entry of the workspace: it is kept to the fewest
+        # lookups and calls (a later checkpoint is mostly this loop and the lstat calls).
         for entry in listed:
             name = entry.name
-            if name == ".git" or (ignored and name in ignored):
+            if name in skip:
                 continue
             try:
                 info = entry.stat(follow_symlinks=False)
@@ -165,7 +170,7 @@ class Scan:
                 continue  # vanished since it was listed
             mode = info.st_mode
             node: Node | None
-            if is_file(mode):
+            if mode & _S_IFMT == _S_IFREG:
                 path = prefix + name
                 key = (info.st_size, info.st_mtime_ns, info.st_ctime_ns, info.st_ino, mode)
                 cached = old_cache.get(path)
@@ -175,7 +180,7 @@ class Scan:
                     files += 1
                     size += key[0]
                     node = before.get(name)
-                    if node is None or node.digest != cached[1] or node.mode != mode & 0o7777:
+                    if node is None or node[3] != cached[1] or node[1] != mode & 0o7777:
                         node = Node(FILE, mode & 0o7777, key[0], cached[1])
                 else:
                     node = self._file(fd, name, path, info)
