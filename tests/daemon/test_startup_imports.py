@@ -38,6 +38,10 @@ NOT_BEFORE_INITIALIZE = {
     "cleveragents.mcp._enterprise": "MCP enterprise sign-in",
     "cleveragents.mcp._stdio": "a stdio MCP server",
     "cleveragents.mcp._reaper": "an MCP server's process group",
+    # checkpoints: a run opens its workspace's store
+    "cleveragents.checkpoints._store": "the checkpoint store",
+    "sqlite3": "the checkpoint store's database",
+    "difflib": "checkpoint diffs",
     # schema validators: the built-in tools compile theirs at their first call
     "cleveragents.tool._draft7_validator": "the draft-7 meta-schema's validator",
     # the other faces and the terminal client

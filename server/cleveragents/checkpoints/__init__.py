@@ -25,8 +25,10 @@ the wire or the faces.
 
 from __future__ import annotations
 
+import importlib
+import typing
+
 from ._errors import CheckpointError, CheckpointNotFoundError
-from ._find import stored_workspaces
 from ._model import (
     Checkpoint,
     CheckpointSettings,
@@ -36,8 +38,32 @@ from ._model import (
     PruneResult,
     RestoreResult,
 )
-from ._stat import diffstat, diffstat_totals, quote_path
-from ._store import CheckpointStore
+
+if typing.TYPE_CHECKING:
+    from ._find import stored_workspaces
+    from ._stat import diffstat, diffstat_totals, quote_path
+    from ._store import CheckpointStore
+
+_LAZY = {
+    "CheckpointStore": "._store",
+    "stored_workspaces": "._find",
+    "diffstat": "._stat",
+    "diffstat_totals": "._stat",
+    "quote_path": "._stat",
+}
+"""Names whose modules (the store, SQLite, difflib) load at their first use: the daemon
+builds its settings from this package's values before its ``initialize`` reply, and
+opens a store only for a run (~7 ms of imports kept out of its start-up)."""
+
+
+def __getattr__(name: str) -> typing.Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "Checkpoint",

@@ -35,22 +35,23 @@ import threading
 import time
 from collections.abc import Callable, Collection, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..checkpoints import (
     Checkpoint,
     CheckpointError,
     CheckpointNotFoundError,
     CheckpointSettings,
-    CheckpointStore,
     DiffResult,
     Note,
     RestoreResult,
-    stored_workspaces,
 )
 from ..tool import Checkpointed, PermissionQuery, ToolCallRecord, ToolSpec
 from ..transcripts import RunStateError, TranscriptStore
 from ..workspace import SandboxViolationError
+
+if TYPE_CHECKING:  # the store's modules load at its first use (see checkpoints/__init__)
+    from ..checkpoints import CheckpointStore
 
 logger = logging.getLogger(__name__)
 
@@ -103,6 +104,8 @@ class CheckpointStores:
         with self._lock:
             store = self._stores.get(real)
             if store is None:
+                from ..checkpoints import CheckpointStore  # its modules load on first use
+
                 store = CheckpointStore.open(self.state_dir, real, self.settings)
                 self._stores[real] = store
             return store
@@ -475,6 +478,8 @@ class CheckpointOps:
         ``checkpoint_id``; ``CheckpointNotFoundError`` when none does."""
 
         def work() -> Path:
+            from ..checkpoints import stored_workspaces  # its modules load on first use
+
             allowed = [os.path.realpath(r) for r in roots]
             for workspace in stored_workspaces(self.checkpoint_stores.state_dir):
                 if not any(_within(workspace, root) for root in allowed):
