@@ -1,7 +1,8 @@
 """Checkpoints: snapshots of a workspace's files, to see, diff and undo what a run did.
 
 * :class:`CheckpointStore`: one workspace's store, ``STATE/checkpoints/<key>/``, outside
-  the workspace. :meth:`~CheckpointStore.take` snapshots the files;
+  the workspace. :meth:`~CheckpointStore.take` snapshots the files (all of them, or
+  only the paths a caller says it changed, over its previous checkpoint);
   :meth:`~CheckpointStore.diff` compares two checkpoints or one with the files now;
   :meth:`~CheckpointStore.restore` puts the files back (refusing conflicts unless forced,
   undoable); :meth:`~CheckpointStore.prune` bounds the store;
