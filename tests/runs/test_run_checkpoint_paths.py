@@ -90,21 +90,26 @@ async def test_file_tool_iterations_read_only_the_paths_they_wrote(tmp_path: Pat
     await service.aclose()
 
 
-async def test_a_write_through_a_linked_folder_is_recorded_at_its_real_path(
+async def test_a_write_through_a_link_is_recorded_at_its_real_path(
     tmp_path: Path,
 ) -> None:
     service, root = service_for(tmp_path)
     (root / "real").mkdir()
+    (root / "real/target.txt").write_text("before\n")
     (root / "via").symlink_to("real")
-    events = await run(service, "run-1", turn(write("via/x.txt", "x\n")))
-    assert checkpointed(events) == [(0, 0), (1, 1)]
+    (root / "alias.txt").symlink_to("real/target.txt")
+    events = await run(
+        service, "run-1", turn(write("via/x.txt", "x\n"), edit("alias.txt", "before", "after"))
+    )
+    assert checkpointed(events) == [(0, 0), (1, 2)]
     store = store_of(service, root)
     assert store.full_reads == 1
-    assert store.checkpoints("run-1")[-1].changed_paths == ("real/x.txt",)
+    assert store.checkpoints("run-1")[-1].changed_paths == ("real/target.txt", "real/x.txt")
     full_read_agrees(store, root, "run-1")
     await service.revert("run-1")
     assert not (root / "real/x.txt").exists()
-    assert (root / "via").is_symlink()
+    assert (root / "real/target.txt").read_text() == "before\n"
+    assert (root / "via").is_symlink() and (root / "alias.txt").is_symlink()
     await service.aclose()
 
 
