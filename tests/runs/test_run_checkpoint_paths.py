@@ -109,7 +109,8 @@ async def test_a_write_through_a_link_is_recorded_at_its_real_path(
     await service.revert("run-1")
     assert not (root / "real/x.txt").exists()
     assert (root / "real/target.txt").read_text() == "before\n"
-    assert (root / "via").is_symlink() and (root / "alias.txt").is_symlink()
+    assert (root / "via").is_symlink()
+    assert (root / "alias.txt").is_symlink()
     await service.aclose()
 
 
@@ -193,7 +194,9 @@ async def test_a_file_changed_behind_the_run_is_not_the_run_s_and_its_revert_lea
     diff = await service.diff("run-1")
     assert [f.path for f in diff.files] == ["a.txt", "b.txt"]
     done = await service.revert("run-1")
-    assert done.applied and done.conflicts == ()
+    assert done.applied
+    assert done.conflicts == ()
     assert (root / "user.txt").read_text() == "the user's edit\n"
-    assert not (root / "a.txt").exists() and not (root / "b.txt").exists()
+    assert not (root / "a.txt").exists()
+    assert not (root / "b.txt").exists()
     await service.aclose()
