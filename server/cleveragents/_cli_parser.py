@@ -91,18 +91,55 @@ class _Parser(argparse.ArgumentParser):
         return super().format_help()
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The whole command line: one sub-parser per command."""
+class LeanParseError(Exception):
+    """The serve-only parser met help, usage or an error: parse again with the whole
+    parser, which prints it as always."""
+
+
+class _LeanParser(_Parser):
+    """A parser of ``build_parser(serve_only=True)``: it prints nothing and exits
+    nowhere; whatever it would say raises ``LeanParseError`` instead."""
+
+    def print_usage(self, file: Any = None) -> None:
+        raise LeanParseError
+
+    def print_help(self, file: Any = None) -> None:
+        raise LeanParseError
+
+    def exit(self, status: int = 0, message: str | None = None) -> Any:
+        raise LeanParseError
+
+    def error(self, message: str) -> Any:
+        raise LeanParseError
+
+
+def build_parser(*, serve_only: bool = False) -> argparse.ArgumentParser:
+    """The whole command line: one sub-parser per command.
+
+    ``serve_only`` builds the top level and ``serve``'s sub-parser alone, for the
+    daemon's start (an editor waits on it): the other 24 parsers cost ~6 ms, most of it
+    argparse looking up the translations of its own words for each. What it parses is
+    what the whole parser gives for ``serve``; it raises ``LeanParseError`` for anything
+    it would print (help, usage, an error), so the caller asks the whole parser."""
     from . import __version__
 
-    parser = argparse.ArgumentParser(
+    parser_class = _LeanParser if serve_only else argparse.ArgumentParser
+    parser = parser_class(
         prog="cleveragents",
         description="A tool-calling runtime for LLM actors: run a prompt, run the demo, look "
         "at past runs, or serve the daemon to an editor.",
     )
     parser.add_argument("--version", action="version", version=f"cleveragents {__version__}")
-    parser.set_defaults(print_help=parser.print_help)
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    if serve_only:  # the whole parser's help, should anything ask for it
+        parser.set_defaults(print_help=lambda file=None: build_parser().print_help(file))
+    else:
+        parser.set_defaults(print_help=parser.print_help)
+    sub = parser.add_subparsers(
+        dest="command", metavar="COMMAND", parser_class=_LeanParser if serve_only else _Parser
+    )
+    if serve_only:
+        _add_serve(sub)
+        return parser
     _add_run(sub)
     _add_chat(sub)
     _add_demo(sub)

@@ -29,7 +29,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ._cli_parser import build_parser
+from ._cli_parser import LeanParseError, build_parser
 
 EXIT_USAGE = 2
 EXIT_CLOSED = 141
@@ -68,6 +68,15 @@ def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
     """The arguments; ``run``'s words may come between its flags
     (``run --continue ID -m M PROMPT``): argparse takes only the first group of words,
     and the rest are added to them here. Raises ``SystemExit`` as argparse does."""
+    words = list(sys.argv[1:] if argv is None else argv)
+    if words[:1] == ["serve"]:  # the daemon's start: serve's own parser is enough
+        try:
+            args, extras = build_parser(serve_only=True).parse_known_args(words)
+        except LeanParseError:  # help, usage or an error: the whole parser says it
+            pass
+        else:
+            if not extras:
+                return args
     parser = build_parser()
     args, extras = parser.parse_known_args(argv)
     if args.command == "mcp":  # `mcp add NAME [flags] -- COMMAND ARGS`
