@@ -25,7 +25,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import secrets
 import stat
 from collections.abc import Iterator
 from pathlib import Path
@@ -137,7 +136,7 @@ class FileStore:
         try:
             folder.mkdir(parents=True, exist_ok=True, mode=0o700)
             os.chmod(folder, 0o700)  # our own folder (config.toml's): nobody else lists it
-            temporary = folder / f".{FILE_NAME}.{os.getpid()}.{secrets.token_hex(4)}"
+            temporary = folder / f".{FILE_NAME}.{os.getpid()}.{os.urandom(4).hex()}"
             flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
             fd = os.open(temporary, flags, 0o600)
         except OSError as exc:

@@ -18,7 +18,6 @@ The tables take Codex's keys where they mean the same (``command``, ``args``, ``
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 import os
@@ -70,6 +69,8 @@ def fingerprint(written: Mapping[str, Any]) -> str:
     (command, args, env, url, headers...), so any change to it asks again. Only the hash
     is kept, never the values."""
     text = json.dumps(written, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+    import hashlib  # loaded at first use: cleveragents serve never needs it
+
     return hashlib.sha256(text.encode()).hexdigest()
 
 

@@ -38,6 +38,10 @@ NOT_BEFORE_INITIALIZE = {
     "cleveragents.mcp._enterprise": "MCP enterprise sign-in",
     "cleveragents.mcp._stdio": "a stdio MCP server",
     "cleveragents.mcp._reaper": "an MCP server's process group",
+    # OpenSSL's hashes: a state dir's signatures, a tool name too long to send, --tcp
+    "hashlib": "hashlib (OpenSSL)",
+    "hmac": "hmac",
+    "secrets": "secrets (and its random)",
     # checkpoints: a run opens its workspace's store
     "cleveragents.checkpoints._store": "the checkpoint store",
     "sqlite3": "the checkpoint store's database",

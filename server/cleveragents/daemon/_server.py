@@ -19,7 +19,6 @@ catch-all under our framing.
 from __future__ import annotations
 
 import asyncio
-import hmac
 import inspect
 import logging
 from collections.abc import Callable
@@ -151,7 +150,9 @@ class CleverAgentsServer:
         """Check the token (TCP), apply ``initializationOptions`` and the client's
         capabilities; a field of the wrong type fails with -32602 naming it."""
         options_raw = raw.get("initializationOptions")
-        if self.token is not None:
+        if self.token is not None:  # --tcp
+            import hmac
+
             given = options_raw.get("token") if isinstance(options_raw, dict) else None
             if not isinstance(given, str) or not hmac.compare_digest(
                 given.encode("utf-8", "surrogatepass"), self.token.encode("utf-8")

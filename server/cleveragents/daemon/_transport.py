@@ -14,7 +14,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-import secrets
 import stat
 from collections.abc import Callable
 from pathlib import Path
@@ -115,6 +114,8 @@ def load_token(token_file: Path | None, state_dir: Path) -> str:
             "the TCP token is in %s (the client sends it as initializationOptions.token)", path
         )
         return check_token(found, f"the token file {path}")
+    import secrets  # only a --tcp daemon without a token makes one
+
     text = secrets.token_urlsafe(32)
     _write_token_file(path, text, follow=token_file is not None, exists=found is not None)
     logger.warning(

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import secrets
+import os
 import typing
 from collections.abc import Callable
 from typing import Any
@@ -211,9 +211,9 @@ _FINISHED = RUN_EVENTS[RunFinished].name
 _CHUNK = 2000
 """Records handled between two yields to the event loop while a run ends."""
 
-_RAW = "\x00raw-" + secrets.token_hex(16)
+_RAW = "\x00raw-" + os.urandom(16).hex()  # secrets.token_hex's bytes, without hashlib
 _RAW_JSON = dumps(_RAW)
-_SEQ = "\x00seq-" + secrets.token_hex(16)
+_SEQ = "\x00seq-" + os.urandom(16).hex()
 _SEQ_JSON = dumps(_SEQ)
 
 

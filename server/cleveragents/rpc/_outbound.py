@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import logging
-import secrets
+import os
 from collections.abc import Callable
 from typing import Any, Protocol
 
@@ -47,7 +47,7 @@ class Outbound:
         self._max_frame = MAX_BODY if max_frame is None else max_frame
         """The largest frame written (default: the 64 MiB both sides read)."""
         self._outgoing: dict[str, asyncio.Future[Any]] = {}
-        self._id_prefix = f"ca-{secrets.token_hex(6)}-"
+        self._id_prefix = f"ca-{os.urandom(6).hex()}-"  # secrets.token_hex's bytes
         self._ids = itertools.count(1)
 
     def _write_text(self, text: str, reply_to: str | int | None = None) -> bool:

@@ -14,10 +14,7 @@ replaced by a new secret, and what the old one signed reads as unsigned.
 from __future__ import annotations
 
 import contextlib
-import hashlib
-import hmac
 import os
-import secrets
 from typing import TYPE_CHECKING
 
 from ._files import warn_once, write_all
@@ -29,17 +26,30 @@ SECRET_NAME = "secret.key"
 SECRET_BYTES = 32
 
 
+# hashlib and hmac (OpenSSL: ~3 ms) are imported when a key is first used, never
+# before the daemon's initialize reply; a secret's bytes are os.urandom's, as
+# secrets.token_bytes's are.
+
+
 def derive(secret: bytes, purpose: str) -> bytes:
+    import hashlib
+    import hmac
+
     return hmac.new(secret, b"cleveragents/" + purpose.encode(), hashlib.sha256).digest()
 
 
 def sign(key: bytes, data: bytes) -> str:
     """The hex HMAC-SHA256 of ``data``."""
+    import hashlib
+    import hmac
+
     return hmac.new(key, data, hashlib.sha256).hexdigest()
 
 
 def signed(key: bytes, data: bytes, mac: object) -> bool:
     """Whether ``mac`` is ``data``'s HMAC under ``key`` (compared in constant time)."""
+    import hmac
+
     return isinstance(mac, str) and hmac.compare_digest(sign(key, data), mac)
 
 
@@ -80,18 +90,18 @@ def _read(top: Folder) -> bytes | None:
         if info.st_uid == os.geteuid() and not info.st_mode & 0o077 and len(data) == SECRET_BYTES:
             return data
     warn_once(top.path / SECRET_NAME, "not a 0600 secret of this user's; a new one replaces it")
-    top.replace(SECRET_NAME, secrets.token_bytes(SECRET_BYTES))
+    top.replace(SECRET_NAME, os.urandom(SECRET_BYTES))
     return _read_made(top)
 
 
 def _make(top: Folder) -> bytes | None:
     """A new secret, linked in exclusively (``FileExistsError`` when another process
     made one first: that one is read instead)."""
-    temp = f".{SECRET_NAME}.{secrets.token_hex(16)}.tmp"
+    temp = f".{SECRET_NAME}.{os.urandom(16).hex()}.tmp"
     fd = top.create(temp)
     try:
         try:
-            write_all(fd, secrets.token_bytes(SECRET_BYTES))
+            write_all(fd, os.urandom(SECRET_BYTES))
         finally:
             os.close(fd)
         top.link(temp, SECRET_NAME)

@@ -34,7 +34,6 @@ it shortened so that it maps it back exactly.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -157,6 +156,8 @@ def escape_tokens(name: str) -> list[str]:
 
 def shorten(tokens: Sequence[str], name: str) -> str:
     """The first whole tokens that fit, ``_-h`` and a hash of ``name``: 64 characters."""
+    import hashlib  # loaded by the first name too long to send (OpenSSL: ~3 ms at start-up)
+
     digest = hashlib.sha256(name.encode()).hexdigest()[:_HASH_HEX]
     budget = MAX_PROVIDER_NAME - len(_HASH_MARK) - _HASH_HEX
     prefix: list[str] = []
