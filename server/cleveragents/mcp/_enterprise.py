@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, urlencode
 
+import anyio
 import httpx2
 from mcp.client.auth import OAuthFlowError
 from mcp.client.auth.extensions.identity_assertion import IdentityAssertionOAuthProvider
@@ -98,6 +99,7 @@ class EnterpriseAuth(httpx2.Auth):
         """The authorization server's issuer as its metadata spells it: the ID-JAG's
         audience."""
         self._provider: IdentityAssertionOAuthProvider | None = None
+        self._finding = anyio.Lock()
         self._idp = IdentityProvider(owner, oauth.idp, owner.store, config.name, config.url)
 
     async def async_auth_flow(
@@ -107,34 +109,39 @@ class EnterpriseAuth(httpx2.Auth):
             response = yield request
             if response.status_code not in (401, 403):
                 return
-            issuer = self._pinned
-            if issuer is None:
-                for url in build_protected_resource_metadata_discovery_urls(
-                    extract_resource_metadata_from_www_auth(response), self._url
-                ):
-                    answer = yield self._reaching(create_oauth_metadata_request(url))
-                    issuer = await self._from_resource_metadata(answer)
-                    if issuer is not None:
-                        break
-                if issuer is None:
-                    raise self._fail(
-                        f"{self._url} publishes no protected resource metadata naming its "
-                        "authorization server; set oauth.issuer"
-                    )
-            methods: list[str] | None = None
-            for url in build_oauth_authorization_server_metadata_discovery_urls(issuer, issuer):
-                answer = yield self._reaching(create_oauth_metadata_request(url))
-                self._owner.failure = None
-                ok, metadata = await handle_auth_metadata_response(answer)
-                if not ok:
-                    break
-                if metadata is not None:
-                    methods = metadata.token_endpoint_auth_methods_supported
-                    if issuers_match(str(metadata.issuer), issuer):
-                        issuer = str(metadata.issuer)  # its own spelling (a root's "/")
-                    break
-            self._issuer = issuer
-            self._provider = self._build(issuer, methods)
+            async with self._finding:  # one discovery, however many requests met the 401
+                if self._provider is None:
+                    issuer = self._pinned
+                    if issuer is None:
+                        for url in build_protected_resource_metadata_discovery_urls(
+                            extract_resource_metadata_from_www_auth(response), self._url
+                        ):
+                            answer = yield self._reaching(create_oauth_metadata_request(url))
+                            issuer = await self._from_resource_metadata(answer)
+                            if issuer is not None:
+                                break
+                        if issuer is None:
+                            raise self._fail(
+                                f"{self._url} publishes no protected resource metadata naming "
+                                "its authorization server; set oauth.issuer"
+                            )
+                    methods: list[str] | None = None
+                    for url in build_oauth_authorization_server_metadata_discovery_urls(
+                        issuer, issuer
+                    ):
+                        answer = yield self._reaching(create_oauth_metadata_request(url))
+                        self._owner.failure = None
+                        ok, metadata = await handle_auth_metadata_response(answer)
+                        if not ok:
+                            break
+                        if metadata is not None:
+                            methods = metadata.token_endpoint_auth_methods_supported
+                            if issuers_match(str(metadata.issuer), issuer):
+                                issuer = str(metadata.issuer)  # its own spelling (a root's "/")
+                            break
+                    self._issuer = issuer
+                    self._provider = self._build(issuer, methods)
+        assert self._provider is not None
         flow = self._provider.async_auth_flow(request)
         try:
             outgoing = await flow.__anext__()
