@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 Handler = Callable[[argparse.Namespace], int]
@@ -64,7 +65,7 @@ def _workspace_flag(parser: Any) -> None:
 def _build_list(parser: Any) -> None:
     parser.add_argument("--json", action="store_true", help="the servers as JSON")
     _workspace_flag(parser)
-    parser.add_argument("--state-dir", metavar="DIR", help="where approvals are kept")
+    parser.add_argument("--state-dir", type=Path, metavar="DIR", help="where approvals are kept")
 
 
 def _build_add(parser: Any) -> None:
@@ -100,7 +101,7 @@ def _build_approve(parser: Any) -> None:
     )  # fmt: skip
     parser.add_argument("--all", action="store_true", help="approve every server it lists")
     _workspace_flag(parser)
-    parser.add_argument("--state-dir", metavar="DIR", help="where approvals are kept")
+    parser.add_argument("--state-dir", type=Path, metavar="DIR", help="where approvals are kept")
 
 
 def _build_revoke(parser: Any) -> None:
@@ -108,7 +109,7 @@ def _build_revoke(parser: Any) -> None:
         "names", nargs="*", metavar="NAME", help="the servers to forget (default: all)"
     )
     _workspace_flag(parser)
-    parser.add_argument("--state-dir", metavar="DIR", help="where approvals are kept")
+    parser.add_argument("--state-dir", type=Path, metavar="DIR", help="where approvals are kept")
 
 
 SUBCOMMANDS += [
@@ -128,12 +129,12 @@ SUBCOMMANDS += [
 def _build_login(parser: Any) -> None:
     parser.add_argument("name", metavar="NAME", help="a url server of config.toml (or .mcp.json)")
     _workspace_flag(parser)
-    parser.add_argument("--state-dir", metavar="DIR", help="where tokens are kept")
+    parser.add_argument("--state-dir", type=Path, metavar="DIR", help="where tokens are kept")
 
 
 def _build_logout(parser: Any) -> None:
     parser.add_argument("name", metavar="NAME", help="the server whose tokens to forget")
-    parser.add_argument("--state-dir", metavar="DIR", help="where tokens are kept")
+    parser.add_argument("--state-dir", type=Path, metavar="DIR", help="where tokens are kept")
 
 
 SUBCOMMANDS += [

@@ -200,11 +200,11 @@ def _workspace(flag: Path | None) -> Path:
     return workspace
 
 
-def _state_dir(flag: str | None) -> Path:
+def _state_dir(flag: Path | None) -> Path:
     from .client._config import ConfigError, resolve
 
     try:
-        setting = resolve({"state_dir": flag})["state_dir"]
+        setting = resolve({"state_dir": str(flag) if flag else None})["state_dir"]
     except ConfigError as exc:
         raise McpUsageError(str(exc)) from None
     return Path(str(setting.value)).expanduser().resolve()
