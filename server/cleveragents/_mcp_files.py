@@ -177,7 +177,7 @@ def _oauth(value: object, where: str, name: str, environ: Mapping[str, str]) -> 
         raise McpFileError(f"{where}: unknown key {unknown[0]!r} (known: {', '.join(known)})")
     value = dict(value)
     secret = environ.get(mcp_config.secret_variable(name))
-    if secret and "client_id" in value and "client_secret" not in value:
+    if secret and "client_id" in value and not {"client_secret", "private_key_file"} & set(value):
         value["client_secret"] = secret
     idp = value.get("idp")
     idp_secret = environ.get(mcp_config.idp_secret_variable(name))

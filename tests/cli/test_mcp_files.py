@@ -154,3 +154,25 @@ def test_any_mcp_json_is_entries_or_an_error_naming_the_file(document: Any) -> N
     except files.McpFileError as exc:
         said = str(exc)
     assert said.startswith(f"{path}: ")
+
+
+def test_a_private_key_entry_takes_no_secret_from_the_environment(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A client_credentials entry that signs with a key gets no client secret from
+    CLEVERAGENTS_MCP_SECRET_<NAME> (both at once is refused), in config.toml and on the
+    wire alike."""
+    from cleveragents.protocol import wire
+    from cleveragents.rpc import to_configs
+
+    oauth = {"grant": "client_credentials", "client_id": "bot", "private_key_file": "k.pem"}
+    environ = {"CLEVERAGENTS_MCP_SECRET_S": "a-secret"}
+    taken = one({"url": "https://h.test/mcp", "oauth": oauth}, environ).config.oauth
+    assert taken is not None
+    assert (taken.private_key_file, taken.client_secret) == ("k.pem", None)
+    monkeypatch.setenv("CLEVERAGENTS_MCP_SECRET_S", "a-secret")
+    entry = wire.McpServerEntry(name="s", url="https://h.test/mcp", oauth=wire.McpOAuth(
+        grant="client_credentials", client_id="bot", private_key_file="k.pem"))  # fmt: skip
+    (config,) = to_configs([entry], "params.servers")
+    assert config.oauth is not None
+    assert config.oauth.client_secret is None

@@ -81,7 +81,12 @@ def _oauth(entry: wire.McpServerEntry, environ: Mapping[str, str]) -> OAuthConfi
     secret kept out of the editor's settings)."""
     oauth = entry.oauth
     secret = oauth.client_secret if oauth is not None else None
-    if secret is None and oauth is not None and oauth.client_id is not None:
+    if (
+        secret is None
+        and oauth is not None
+        and oauth.client_id is not None
+        and oauth.private_key_file is None  # a key signs instead: no secret goes with it
+    ):
         secret = environ.get(secret_variable(entry.name)) or None
     if oauth is None:
         return None
