@@ -22,9 +22,9 @@ ESCAPE = re.compile(r"\x1b")
 EXIT_CONFLICTS = 3
 
 
-def edit_run(tmp_path: Path, *extra: str) -> tuple[Path, str]:
+def editing(tmp_path: Path, *extra: str) -> tuple[Path, str]:
     """One run in ``tmp_path/ws`` that edits a file with the shell, creates one with the
-    file tool and removes one: its workspace and id."""
+    file tool and removes one: its workspace and what it wrote on stderr."""
     ws = workspace(tmp_path)
     (ws / "a.txt").write_text("line1\nline2\n")
     (ws / "gone.txt").write_text("bye\n")
@@ -36,24 +36,20 @@ def edit_run(tmp_path: Path, *extra: str) -> tuple[Path, str]:
               *extra, cwd=ws)  # fmt: skip
     assert out.returncode == 0, out.stderr
     assert out.stdout == "Done.\n"  # off a terminal, stdout is the answer alone
+    return ws, out.stderr
+
+
+def edit_run(tmp_path: Path, *extra: str) -> tuple[Path, str]:
+    """:func:`editing`'s workspace and the run's id."""
+    ws, _ = editing(tmp_path, *extra)
     return ws, str(runs(tmp_path / "state")[0]["runId"])
 
 
 def test_a_run_ends_with_a_diffstat_of_what_it_changed_on_stderr_off_a_terminal(
     tmp_path: Path,
 ) -> None:
-    ws = workspace(tmp_path)
-    (ws / "a.txt").write_text("line1\nline2\n")
-    (ws / "gone.txt").write_text("bye\n")
-    model = script_file(tmp_path, {"content": "Editing.", "toolCalls": [
-        call("builtin/file-write", path="new.txt", content="hello\nworld\n"),
-        shell("sed -i s/line1/LINE1/ a.txt && rm gone.txt")]},
-        {"content": "Done."})  # fmt: skip
-    out = cli(tmp_path, "run", "go", "-y", "-m", model, "--state-dir", str(tmp_path / "state"),
-              cwd=ws)  # fmt: skip
-    assert out.returncode == 0, out.stderr
-    assert out.stdout == "Done.\n"
-    tail = out.stderr.splitlines()[-4:]
+    _, stderr = editing(tmp_path)
+    tail = stderr.splitlines()[-4:]
     assert tail == [
         " a.txt    | 2 +-",
         " gone.txt | 1 - (gone)",

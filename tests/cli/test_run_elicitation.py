@@ -25,6 +25,20 @@ def model(tmp_path: Path, tool: str) -> Path:
     )
 
 
+def asking(tmp_path: Path, tool: str, prompt: str) -> pexpect.spawn:
+    """``cleveragents run`` on a pseudo-terminal, its model calling ``tool`` of the
+    asking server (its transcripts under ``tmp_path/state``)."""
+    (tmp_path / "ws").mkdir()
+    command = [
+        "-m", "cleveragents", "run", "-m", str(model(tmp_path, tool)), "--profile",
+        "full-auto", "--state-dir", str(tmp_path / "state"), "--mcp", SERVER, prompt,
+    ]  # fmt: skip
+    return pexpect.spawn(
+        sys.executable, command, cwd=str(tmp_path / "ws"), env=clean_env(tmp_path),
+        encoding="utf-8", dimensions=(40, 120), timeout=30,
+    )  # fmt: skip
+
+
 def outputs(state: Path) -> list[object]:
     [summary] = runs(state)
     lines = (state / "runs" / f"{summary['runId']}.jsonl").read_text().splitlines()
@@ -34,16 +48,7 @@ def outputs(state: Path) -> list[object]:
 
 @pytest.mark.skipif(sys.platform == "win32", reason="POSIX pseudo-terminals")
 def test_a_form_is_asked_field_by_field_on_the_terminal(tmp_path: Path) -> None:
-    (tmp_path / "ws").mkdir()
-    state = tmp_path / "state"
-    command = [
-        "-m", "cleveragents", "run", "-m", str(model(tmp_path, "ask_name")), "--profile",
-        "full-auto", "--state-dir", str(state), "--mcp", SERVER, "ask me",
-    ]  # fmt: skip
-    child = pexpect.spawn(
-        sys.executable, command, cwd=str(tmp_path / "ws"), env=clean_env(tmp_path),
-        encoding="utf-8", dimensions=(40, 120), timeout=30,
-    )  # fmt: skip
+    child = asking(tmp_path, "ask_name", "ask me")
     try:
         child.expect("MCP server ask asks:")
         child.expect("What is your name")
@@ -61,21 +66,12 @@ def test_a_form_is_asked_field_by_field_on_the_terminal(tmp_path: Path) -> None:
     finally:
         child.close(force=True)
     assert child.exitstatus == 0
-    assert outputs(state) == ["accept:Ada:36"]
+    assert outputs(tmp_path / "state") == ["accept:Ada:36"]
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="POSIX pseudo-terminals")
 def test_a_url_is_shown_with_its_host_and_cancel_is_an_answer(tmp_path: Path) -> None:
-    (tmp_path / "ws").mkdir()
-    state = tmp_path / "state"
-    command = [
-        "-m", "cleveragents", "run", "-m", str(model(tmp_path, "open_link")), "--profile",
-        "full-auto", "--state-dir", str(state), "--mcp", SERVER, "sign in",
-    ]  # fmt: skip
-    child = pexpect.spawn(
-        sys.executable, command, cwd=str(tmp_path / "ws"), env=clean_env(tmp_path),
-        encoding="utf-8", dimensions=(40, 120), timeout=30,
-    )  # fmt: skip
+    child = asking(tmp_path, "open_link", "sign in")
     try:
         child.expect("open a page on example.com")
         child.expect("https://example.com/login")
@@ -84,7 +80,7 @@ def test_a_url_is_shown_with_its_host_and_cancel_is_an_answer(tmp_path: Path) ->
         child.expect(pexpect.EOF)
     finally:
         child.close(force=True)
-    assert outputs(state) == ["cancel"]
+    assert outputs(tmp_path / "state") == ["cancel"]
 
 
 def test_off_a_terminal_the_question_is_declined_and_said(tmp_path: Path) -> None:
