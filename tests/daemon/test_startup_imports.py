@@ -48,6 +48,10 @@ NOT_BEFORE_INITIALIZE = {
     "difflib": "checkpoint diffs",
     # schema validators: the built-in tools compile theirs at their first call
     "cleveragents.tool._draft7_validator": "the draft-7 meta-schema's validator",
+    # wire types no initialize message holds: built when their method is first used
+    "cleveragents.protocol._types._tools": "the tools/* and permission/request wire types",
+    "cleveragents.protocol._types._llm": "the llm/* wire types",
+    "cleveragents.protocol._types._mcp_client": "the mcp/elicit wire types",
     # the other faces and the terminal client
     "cleveragents.acp": "the ACP face",
     "cleveragents.client.commands": "cleveragents run",

@@ -110,7 +110,9 @@ class CleverAgentsServer:
             lsp.WINDOW_WORK_DONE_PROGRESS_CANCEL: self._progress_cancel,
             m.LLM_DELTA: self._llm_delta,
         }
-        self._optional = {method.name: _all_optional(method.params) for method in m.METHODS}
+        self._optional: dict[str, bool] = {}
+        """Whether each method's params may be left out, found at its first message: the
+        table's types are built when first used, not at the daemon's start."""
 
     @property
     def service(self) -> RunService:
@@ -124,12 +126,11 @@ class CleverAgentsServer:
         """Structure params to the table's type, call the runs' method, unstructure the
         result."""
         name = ROUTES[method.name]
-        params_type = method.params
         is_async = inspect.iscoroutinefunction(getattr(DaemonRuns, name))
 
         async def handle(raw: Any) -> Any:
             try:
-                typed: Any = structure(raw, params_type)
+                typed: Any = structure(raw, method.params)
                 if self.runs is None:
                     raise NotInitializedError("the daemon is not initialized")
                 impl = getattr(self.runs, name)
@@ -142,7 +143,15 @@ class CleverAgentsServer:
         return handle
 
     def all_optional(self, method: str) -> bool:
-        return self._optional.get(method, False)
+        known = self._optional.get(method)
+        if known is None:
+            entry = m.BY_NAME.get(
+                method
+            )  # a name off the table is never kept: any client sends any
+            if entry is None:
+                return False
+            known = self._optional[method] = _all_optional(entry.params)
+        return known
 
     # -- lifecycle -----------------------------------------------------------------------
 

@@ -71,60 +71,82 @@ Kind = Literal["request", "notification"]
 
 @attrs.frozen
 class Method:
+    """One method of the table. Its params and result types are named (a wire class or
+    its name in ``cleveragents.protocol.wire``) and looked up at first use: the table
+    itself builds no wire class, so a daemon's start builds only those it meets."""
+
     name: str
     kind: Kind
     direction: Direction
-    params: type
-    result: type | None
+    params_type: type | str = attrs.field(alias="params")
+    result_type: type | str | None = attrs.field(alias="result")
     summary: str
     event: type | None = None
     """For a run notification: the core event class it carries."""
 
+    def __attrs_post_init__(self) -> None:
+        for named in (self.params_type, self.result_type):  # a misspelt name fails at import
+            if isinstance(named, str) and named not in t.__all__:
+                raise ValueError(f"no wire type named {named!r} in cleveragents.protocol.wire")
+
+    @property
+    def params(self) -> type:
+        return _resolve(self.params_type)
+
+    @property
+    def result(self) -> type | None:
+        return None if self.result_type is None else _resolve(self.result_type)
+
+
+def _resolve(named: type | str) -> type:
+    found: type = getattr(t, named) if isinstance(named, str) else named
+    return found
+
 
 METHODS: tuple[Method, ...] = (
-    Method(TOOLS_REGISTER, "request", "client->daemon", t.RegisterToolsParams,
-           t.RegisterToolsResult, "Register client tools, daemon-wide or for one run."),
-    Method(TOOLS_UNREGISTER, "request", "client->daemon", t.UnregisterToolsParams,
-           t.UnregisterToolsResult, "Remove client tools."),
-    Method(TOOLS_LIST, "request", "client->daemon", t.ListToolsParams, t.ListToolsResult,
+    Method(TOOLS_REGISTER, "request", "client->daemon", "RegisterToolsParams",
+           "RegisterToolsResult", "Register client tools, daemon-wide or for one run."),
+    Method(TOOLS_UNREGISTER, "request", "client->daemon", "UnregisterToolsParams",
+           "UnregisterToolsResult", "Remove client tools."),
+    Method(TOOLS_LIST, "request", "client->daemon", "ListToolsParams", "ListToolsResult",
            "List the tools a run (or the daemon) can see, sorted by name."),
-    Method(RUN_START, "request", "client->daemon", t.RunParams, t.RunResult,
+    Method(RUN_START, "request", "client->daemon", "RunParams", "RunResult",
            "Start a run; the reply comes when the run ends."),
-    Method(RUN_CANCEL, "request", "client->daemon", t.RunIdParams, t.EmptyResult,
+    Method(RUN_CANCEL, "request", "client->daemon", "RunIdParams", "EmptyResult",
            "Cancel a run; its run/start resolves with status 'cancelled'."),
-    Method(RUN_LIST, "request", "client->daemon", t.EmptyParams, t.RunListResult,
+    Method(RUN_LIST, "request", "client->daemon", "EmptyParams", "RunListResult",
            "Active and persisted runs."),
-    Method(RUN_GET, "request", "client->daemon", t.RunIdParams, t.RunResult,
+    Method(RUN_GET, "request", "client->daemon", "RunIdParams", "RunResult",
            "A run's result, from memory or from its transcript."),
-    Method(MCP_ADD, "request", "client->daemon", t.McpAddParams, t.McpAddResult,
+    Method(MCP_ADD, "request", "client->daemon", "McpAddParams", "McpAddResult",
            "Mount MCP servers daemon-wide; each starts in the background."),
-    Method(MCP_REMOVE, "request", "client->daemon", t.McpRemoveParams, t.McpRemoveResult,
+    Method(MCP_REMOVE, "request", "client->daemon", "McpRemoveParams", "McpRemoveResult",
            "Stop and unmount daemon-wide MCP servers."),
-    Method(MCP_SERVERS, "request", "client->daemon", t.McpServersParams, t.McpServersResult,
+    Method(MCP_SERVERS, "request", "client->daemon", "McpServersParams", "McpServersResult",
            "The MCP servers and how each is doing (with runId: that run's own too)."),
-    Method(MCP_LOGIN, "request", "client->daemon", t.McpLoginParams, t.McpLoginResult,
+    Method(MCP_LOGIN, "request", "client->daemon", "McpLoginParams", "McpLoginResult",
            "Forget an MCP server's tokens and start its sign-in again."),
-    Method(MCP_LOGOUT, "request", "client->daemon", t.McpLogoutParams, t.McpLogoutResult,
+    Method(MCP_LOGOUT, "request", "client->daemon", "McpLogoutParams", "McpLogoutResult",
            "Forget an MCP server's tokens and registration; it needs a sign-in again."),
-    Method(RUN_DIFF, "request", "client->daemon", t.RunDiffParams, t.RunDiffResult,
+    Method(RUN_DIFF, "request", "client->daemon", "RunDiffParams", "RunDiffResult",
            "What a run (or one of its iterations) changed in the workspace's files."),
-    Method(RUN_REVERT, "request", "client->daemon", t.RunRevertParams, t.RestoreResultWire,
+    Method(RUN_REVERT, "request", "client->daemon", "RunRevertParams", "RestoreResultWire",
            "Put the files a run changed back as they were before it (or after an iteration)."),
-    Method(CHECKPOINT_RESTORE, "request", "client->daemon", t.CheckpointRestoreParams,
-           t.RestoreResultWire, "Put a workspace back as it was at a checkpoint."),
+    Method(CHECKPOINT_RESTORE, "request", "client->daemon", "CheckpointRestoreParams",
+           "RestoreResultWire", "Put a workspace back as it was at a checkpoint."),
     *(Method(n.method, "notification", "daemon->client", n.wire, None, n.summary, n.event)
       for n in t.RUN_NOTIFICATIONS),
-    Method(TOOLS_CHANGED, "notification", "daemon->client", t.ToolsChangedNotification,
+    Method(TOOLS_CHANGED, "notification", "daemon->client", "ToolsChangedNotification",
            None, "A tool source's tools changed: refresh tools/list."),
-    Method(TOOLS_CALL, "request", "daemon->client", t.ToolsCallParams, t.ToolsCallResult,
+    Method(TOOLS_CALL, "request", "daemon->client", "ToolsCallParams", "ToolsCallResult",
            "Run a client-registered tool."),
-    Method(PERMISSION_REQUEST, "request", "daemon->client", t.PermissionRequestParams,
-           t.PermissionRequestResult, "Ask the user whether a call may run."),
-    Method(LLM_GENERATE, "request", "daemon->client", t.LlmGenerateParams,
-           t.LlmGenerateResult, "One LLM call on the editor's own model."),
-    Method(MCP_ELICIT, "request", "daemon->client", t.McpElicitParams, t.McpElicitResult,
+    Method(PERMISSION_REQUEST, "request", "daemon->client", "PermissionRequestParams",
+           "PermissionRequestResult", "Ask the user whether a call may run."),
+    Method(LLM_GENERATE, "request", "daemon->client", "LlmGenerateParams",
+           "LlmGenerateResult", "One LLM call on the editor's own model."),
+    Method(MCP_ELICIT, "request", "daemon->client", "McpElicitParams", "McpElicitResult",
            "An MCP server asks the user (form or URL); needs the elicitation capability."),
-    Method(LLM_DELTA, "notification", "client->daemon", t.LlmDeltaNotification, None,
+    Method(LLM_DELTA, "notification", "client->daemon", "LlmDeltaNotification", None,
            "Optional: text the editor's model streamed during llm/generate."),
 )  # fmt: skip
 

@@ -39,8 +39,9 @@ _IDENTIFIER = re.compile(r"^[A-Za-z_$][A-Za-z0-9_$]*$")
 def _literal_aliases() -> dict[tuple[Any, ...], str]:
     """``Literal`` aliases of ``_types`` (``RunStatus`` ...), by their values."""
     found: dict[tuple[Any, ...], str] = {}
-    for name, value in vars(wire).items():
-        if not name.startswith("_") and typing.get_origin(value) is Literal:
+    for name in wire.__all__:  # by name: the package builds each module at its first use
+        value = getattr(wire, name)
+        if typing.get_origin(value) is Literal:
             found.setdefault(typing.get_args(value), name)
     return found
 

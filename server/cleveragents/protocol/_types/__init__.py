@@ -11,97 +11,207 @@ One module per concern: ``_lifecycle`` (``initialize``), ``_tools`` (tool defini
 ``tools/*``, ``permission/request``), ``_runs`` (``run/*`` and a run's notifications),
 ``_mcp`` (``mcp/*``), ``_llm`` (the client's model). ``Decision``, ``PermissionOutcome``
 and ``ToolCallRecord`` are the core's own, reused on the wire as they are.
+
+Each class is built when first named here (``wire.RunParams``), not when this package is
+imported: ``cleveragents serve`` answers ``initialize`` with only the few it needs.
 """
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
 from ...tool import Decision, PermissionOutcome, ToolCallRecord
-from ._checkpoints import (
-    ChangeStatus,
-    CheckpointRestoreParams,
-    Conflict,
-    FileChangeWire,
-    ForkFrom,
-    RestoreResultWire,
-    RunDiffParams,
-    RunDiffResult,
-    RunRevertParams,
-)
-from ._lifecycle import (
-    ClientCapabilitiesCleverAgents,
-    CustomProfile,
-    DaemonCapabilities,
-    InitializationOptions,
-)
-from ._llm import (
-    LlmDeltaNotification,
-    LlmGenerateParams,
-    LlmGenerateResult,
-    WireMessage,
-    WireToolCall,
-    WireToolSchema,
-)
-from ._mcp import (
-    McpAddParams,
-    McpAddResult,
-    McpGrant,
-    McpIdentityProvider,
-    McpLoginParams,
-    McpLoginResult,
-    McpLogoutParams,
-    McpLogoutResult,
-    McpOAuth,
-    McpProtocol,
-    McpRemoveParams,
-    McpRemoveResult,
-    McpServerEntry,
-    McpServersParams,
-    McpServersResult,
-    McpServerStatus,
-    McpStatus,
-    McpTrust,
-)
-from ._mcp_client import McpElicitParams, McpElicitResult
-from ._optional import OPTIONAL, RUN_NOTIFICATIONS, RunNotification, opt, run_notification
-from ._runs import (
-    CheckpointNotification,
-    CompactedNotification,
-    CompactionSettings,
-    EmptyParams,
-    EmptyResult,
-    IterationNotification,
-    MessageDeltaNotification,
-    ReasoningDeltaNotification,
-    RunError,
-    RunFinishedNotification,
-    RunIdParams,
-    RunLimits,
-    RunListResult,
-    RunParams,
-    RunResult,
-    RunStartedNotification,
-    RunStatus,
-    RunSummary,
-    ToolCallNotification,
-    ToolCallProgressNotification,
-    ToolCallStartedNotification,
-    UsageWire,
-)
-from ._tools import (
-    ListedTool,
-    ListToolsParams,
-    ListToolsResult,
-    PermissionRequestParams,
-    PermissionRequestResult,
-    RegisterToolsParams,
-    RegisterToolsResult,
-    ToolAnnotationsWire,
-    ToolDefinition,
-    ToolsCallParams,
-    ToolsCallResult,
-    ToolsChangedNotification,
-    ToolSource,
-    UnregisterToolsParams,
-    UnregisterToolsResult,
-)
+from . import _optional
+from ._optional import OPTIONAL, RunNotification, opt, run_notification
+
+if TYPE_CHECKING:
+    from ._checkpoints import (
+        ChangeStatus,
+        CheckpointRestoreParams,
+        Conflict,
+        FileChangeWire,
+        ForkFrom,
+        RestoreResultWire,
+        RunDiffParams,
+        RunDiffResult,
+        RunRevertParams,
+    )
+    from ._lifecycle import (
+        ClientCapabilitiesCleverAgents,
+        CustomProfile,
+        DaemonCapabilities,
+        InitializationOptions,
+    )
+    from ._llm import (
+        LlmDeltaNotification,
+        LlmGenerateParams,
+        LlmGenerateResult,
+        WireMessage,
+        WireToolCall,
+        WireToolSchema,
+    )
+    from ._mcp import (
+        McpAddParams,
+        McpAddResult,
+        McpGrant,
+        McpIdentityProvider,
+        McpLoginParams,
+        McpLoginResult,
+        McpLogoutParams,
+        McpLogoutResult,
+        McpOAuth,
+        McpProtocol,
+        McpRemoveParams,
+        McpRemoveResult,
+        McpServerEntry,
+        McpServersParams,
+        McpServersResult,
+        McpServerStatus,
+        McpStatus,
+        McpTrust,
+    )
+    from ._mcp_client import McpElicitParams, McpElicitResult
+    from ._optional import RUN_NOTIFICATIONS
+    from ._runs import (
+        CheckpointNotification,
+        CompactedNotification,
+        CompactionSettings,
+        EmptyParams,
+        EmptyResult,
+        IterationNotification,
+        MessageDeltaNotification,
+        ReasoningDeltaNotification,
+        RunError,
+        RunFinishedNotification,
+        RunIdParams,
+        RunLimits,
+        RunListResult,
+        RunParams,
+        RunResult,
+        RunStartedNotification,
+        RunStatus,
+        RunSummary,
+        ToolCallNotification,
+        ToolCallProgressNotification,
+        ToolCallStartedNotification,
+        UsageWire,
+    )
+    from ._tools import (
+        ListedTool,
+        ListToolsParams,
+        ListToolsResult,
+        PermissionRequestParams,
+        PermissionRequestResult,
+        RegisterToolsParams,
+        RegisterToolsResult,
+        ToolAnnotationsWire,
+        ToolDefinition,
+        ToolsCallParams,
+        ToolsCallResult,
+        ToolsChangedNotification,
+        ToolSource,
+        UnregisterToolsParams,
+        UnregisterToolsResult,
+    )
+
+_MODULE_OF: dict[str, str] = {
+    "ChangeStatus": "_checkpoints",
+    "CheckpointNotification": "_runs",
+    "CheckpointRestoreParams": "_checkpoints",
+    "ClientCapabilitiesCleverAgents": "_lifecycle",
+    "CompactedNotification": "_runs",
+    "CompactionSettings": "_runs",
+    "Conflict": "_checkpoints",
+    "CustomProfile": "_lifecycle",
+    "DaemonCapabilities": "_lifecycle",
+    "EmptyParams": "_runs",
+    "EmptyResult": "_runs",
+    "FileChangeWire": "_checkpoints",
+    "ForkFrom": "_checkpoints",
+    "InitializationOptions": "_lifecycle",
+    "IterationNotification": "_runs",
+    "ListToolsParams": "_tools",
+    "ListToolsResult": "_tools",
+    "ListedTool": "_tools",
+    "LlmDeltaNotification": "_llm",
+    "LlmGenerateParams": "_llm",
+    "LlmGenerateResult": "_llm",
+    "McpAddParams": "_mcp",
+    "McpAddResult": "_mcp",
+    "McpElicitParams": "_mcp_client",
+    "McpElicitResult": "_mcp_client",
+    "McpGrant": "_mcp",
+    "McpIdentityProvider": "_mcp",
+    "McpLoginParams": "_mcp",
+    "McpLoginResult": "_mcp",
+    "McpLogoutParams": "_mcp",
+    "McpLogoutResult": "_mcp",
+    "McpOAuth": "_mcp",
+    "McpProtocol": "_mcp",
+    "McpRemoveParams": "_mcp",
+    "McpRemoveResult": "_mcp",
+    "McpServerEntry": "_mcp",
+    "McpServerStatus": "_mcp",
+    "McpServersParams": "_mcp",
+    "McpServersResult": "_mcp",
+    "McpStatus": "_mcp",
+    "McpTrust": "_mcp",
+    "MessageDeltaNotification": "_runs",
+    "PermissionRequestParams": "_tools",
+    "PermissionRequestResult": "_tools",
+    "ReasoningDeltaNotification": "_runs",
+    "RegisterToolsParams": "_tools",
+    "RegisterToolsResult": "_tools",
+    "RestoreResultWire": "_checkpoints",
+    "RunDiffParams": "_checkpoints",
+    "RunDiffResult": "_checkpoints",
+    "RunError": "_runs",
+    "RunFinishedNotification": "_runs",
+    "RunIdParams": "_runs",
+    "RunLimits": "_runs",
+    "RunListResult": "_runs",
+    "RunParams": "_runs",
+    "RunResult": "_runs",
+    "RunRevertParams": "_checkpoints",
+    "RunStartedNotification": "_runs",
+    "RunStatus": "_runs",
+    "RunSummary": "_runs",
+    "ToolAnnotationsWire": "_tools",
+    "ToolCallNotification": "_runs",
+    "ToolCallProgressNotification": "_runs",
+    "ToolCallStartedNotification": "_runs",
+    "ToolDefinition": "_tools",
+    "ToolSource": "_tools",
+    "ToolsCallParams": "_tools",
+    "ToolsCallResult": "_tools",
+    "ToolsChangedNotification": "_tools",
+    "UnregisterToolsParams": "_tools",
+    "UnregisterToolsResult": "_tools",
+    "UsageWire": "_runs",
+    "WireMessage": "_llm",
+    "WireToolCall": "_llm",
+    "WireToolSchema": "_llm",
+    "RUN_NOTIFICATIONS": "_runs",  # filled in as _runs decorates its classes
+}
+"""Each lazily built name -> the module defining it (``RUN_NOTIFICATIONS``: the module
+whose import completes it)."""
+
+
+def __getattr__(name: str) -> Any:
+    module = _MODULE_OF.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    # __import__, not importlib.import_module: -X importtime (the start-up test's reading)
+    # sees only imports that go through it
+    defining = __import__(f"{__name__}.{module}", fromlist=[name])
+    value = _optional.RUN_NOTIFICATIONS if name == "RUN_NOTIFICATIONS" else getattr(defining, name)
+    globals()[name] = value  # the next lookup is a plain attribute
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)
+
 
 __all__ = [
     "OPTIONAL",
