@@ -7,13 +7,15 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..mcp import McpServer
 from ..protocol import dumps, unstructure, wire
 from ..protocol import methods as m
 from ..rpc import Peer
 from ..runs import McpServerState
+
+if TYPE_CHECKING:
+    from ..mcp import McpServer
 
 logger = logging.getLogger("cleveragents.daemon")
 

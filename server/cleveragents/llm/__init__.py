@@ -18,11 +18,13 @@ A provider added at run time, without editing this package::
 after which ``{"provider": "theirs", "model": "m"}`` and ``theirs:m`` are model specs.
 """
 
+from __future__ import annotations
+
+import typing
+
 from ._providers import Provider, get_provider, providers, register_provider
 from ._redact import log_scrubber
-from ._windows import DEFAULT_WINDOW, KnownModel, find_model, known_models, register_model
 from .errors import ContextOverflowError, ModelConfigError, ModelProviderError
-from .scripted import ScriptedModel
 from .spec import (
     ModelSource,
     ModelSpec,
@@ -31,6 +33,33 @@ from .spec import (
     parse_model_spec,
     resolve_model_spec,
 )
+
+if typing.TYPE_CHECKING:
+    from ._windows import DEFAULT_WINDOW, KnownModel, find_model, known_models, register_model
+    from .scripted import ScriptedModel
+
+_LAZY = {
+    "DEFAULT_WINDOW": "_windows",
+    "KnownModel": "_windows",
+    "find_model": "_windows",
+    "known_models": "_windows",
+    "register_model": "_windows",
+    "ScriptedModel": "scripted",
+}
+"""The known-models table and the scripted model load when first named: a daemon reads
+its model spec before its ``initialize`` reply, and builds the model only for a run."""
+
+
+def __getattr__(name: str) -> typing.Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    # __import__, not importlib.import_module: -X importtime (the start-up test's reading)
+    # sees only imports that go through it
+    value = getattr(__import__(f"{__name__}.{module}", fromlist=[name]), name)
+    globals()[name] = value  # the next lookup is a plain attribute
+    return value
+
 
 __all__ = [
     "DEFAULT_WINDOW",

@@ -15,6 +15,10 @@ server starts; :func:`mcp_available` says whether it is installed, and a server 
 without it fails with :data:`SDK_MISSING` as its error.
 """
 
+from __future__ import annotations
+
+import typing
+
 from ._config import (
     SERVER_NAME_PATTERN,
     IdentityProviderConfig,
@@ -40,8 +44,26 @@ from ._hooks import (
     SamplingRefused,
 )
 from ._sdk import SDK_MISSING, mcp_available
-from ._server import RESTARTS_PER_MINUTE, McpServer, Scope, Status
 from ._tokens import TokenStore
+
+if typing.TYPE_CHECKING:
+    from ._server import RESTARTS_PER_MINUTE, McpServer, Scope, Status
+
+_LAZY = {"RESTARTS_PER_MINUTE", "McpServer", "Scope", "Status"}
+"""The server and what it stands on (its connection, tools and log modules) load when
+first named: the daemon reads entries and checks the SDK before its ``initialize``
+reply, and starts a server only after it."""
+
+
+def __getattr__(name: str) -> typing.Any:
+    if name not in _LAZY:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    # __import__, not importlib.import_module: -X importtime (the start-up test's reading)
+    # sees only imports that go through it
+    value = getattr(__import__(f"{__name__}._server", fromlist=[name]), name)
+    globals()[name] = value  # the next lookup is a plain attribute
+    return value
+
 
 __all__ = [
     "NO_HOOKS",

@@ -11,9 +11,10 @@ from __future__ import annotations
 import asyncio
 import importlib
 import importlib.util
-from typing import cast
+from typing import TYPE_CHECKING, cast
 
-from ._link import RunConnection
+if TYPE_CHECKING:  # a connection's types: loaded with the server, after start-up
+    from ._link import RunConnection
 
 SDK_MISSING = "the MCP SDK is not installed: pip install 'cleveragents[mcp]'"
 
@@ -29,4 +30,4 @@ def mcp_available() -> bool:
 async def load_connection() -> RunConnection:
     """``cleveragents.mcp._connection.run``, imported off the event loop the first time."""
     module = await asyncio.to_thread(importlib.import_module, "cleveragents.mcp._connection")
-    return cast(RunConnection, module.run)
+    return cast("RunConnection", module.run)

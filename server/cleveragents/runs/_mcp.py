@@ -15,13 +15,16 @@ import asyncio
 import os
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import attrs
 
-from ..mcp import NO_HOOKS, ClientHooks, McpServer, McpServerConfig, TokenStore
+from ..mcp import NO_HOOKS, ClientHooks, McpServerConfig, TokenStore
 from ..tool import ToolNotFoundError, ToolRegistry
 from ..workspace.shell import default_env
+
+if TYPE_CHECKING:
+    from ..mcp import McpServer
 
 Scope = Literal["daemon", "run"]
 
@@ -101,6 +104,8 @@ class McpServers:
 
     def start(self, configs: Sequence[McpServerConfig]) -> list[str]:
         """Start each server in the background; its tools appear once it is ready."""
+        from ..mcp import McpServer  # its connection's modules load with the first server
+
         for config in configs:
             server = McpServer(
                 config, scope=self.scope, log_dir=self._log_dir, base_env=self._env,

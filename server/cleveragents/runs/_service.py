@@ -17,11 +17,11 @@ import logging
 import time
 import weakref
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..llm import get_provider
 from ..llm.spec import ModelSpec, create_caller
-from ..mcp import McpServer, McpServerConfig, TokenStore
+from ..mcp import McpServerConfig, TokenStore
 from ..tool import (
     AllowAll,
     CleverAgentsError,
@@ -47,6 +47,9 @@ from ._mcp_hooks import McpClientSide, Sampler, ServiceHooks
 from ._prepare import Prepared, prepare
 from ._request import RunRequest
 from ._run import TRANSCRIPT_FAILED, Run, RunHandle, RunObserver
+
+if TYPE_CHECKING:
+    from ..mcp import McpServer
 from ._settings import RunSettings, warn_if_state_dir_inside
 
 logger = logging.getLogger(__name__)

@@ -18,13 +18,13 @@ imported: ``cleveragents serve`` answers ``initialize`` with only the few it nee
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+import typing
 
 from ...tool import Decision, PermissionOutcome, ToolCallRecord
 from . import _optional
 from ._optional import OPTIONAL, RunNotification, opt, run_notification
 
-if TYPE_CHECKING:
+if typing.TYPE_CHECKING:
     from ._checkpoints import (
         ChangeStatus,
         CheckpointRestoreParams,
@@ -197,7 +197,7 @@ _MODULE_OF: dict[str, str] = {
 whose import completes it)."""
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> typing.Any:
     module = _MODULE_OF.get(name)
     if module is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
