@@ -55,6 +55,7 @@ NOT_BEFORE_INITIALIZE = {
     "cleveragents.protocol._types._tools": "the tools/* and permission/request wire types",
     "cleveragents.protocol._types._llm": "the llm/* wire types",
     "cleveragents.protocol._types._mcp_client": "the mcp/elicit wire types",
+    "cleveragents.protocol._types._mcp_methods": "the mcp/* wire types",
     # the other faces and the terminal client
     "cleveragents.acp": "the ACP face",
     "cleveragents.client.commands": "cleveragents run",

@@ -9,8 +9,9 @@ meaning: the JSON Schema document, the TypeScript types and the field tables of
 
 One module per concern: ``_lifecycle`` (``initialize``), ``_tools`` (tool definitions,
 ``tools/*``, ``permission/request``), ``_runs`` (``run/*`` and a run's notifications),
-``_mcp`` (``mcp/*``), ``_llm`` (the client's model). ``Decision``, ``PermissionOutcome``
-and ``ToolCallRecord`` are the core's own, reused on the wire as they are.
+``_mcp`` (an MCP server's entry), ``_mcp_methods`` (``mcp/*``), ``_llm`` (the client's
+model). ``Decision``, ``PermissionOutcome`` and ``ToolCallRecord`` are the core's own,
+reused on the wire as they are.
 
 Each class is built when first named here (``wire.RunParams``), not when this package is
 imported: ``cleveragents serve`` answers ``initialize`` with only the few it needs.
@@ -51,26 +52,28 @@ if typing.TYPE_CHECKING:
         WireToolSchema,
     )
     from ._mcp import (
-        McpAddParams,
-        McpAddResult,
         McpGrant,
         McpIdentityProvider,
-        McpLoginParams,
-        McpLoginResult,
-        McpLogoutParams,
-        McpLogoutResult,
         McpOAuth,
         McpProtocol,
-        McpRemoveParams,
-        McpRemoveResult,
         McpServerEntry,
-        McpServersParams,
-        McpServersResult,
-        McpServerStatus,
         McpStatus,
         McpTrust,
     )
     from ._mcp_client import McpElicitParams, McpElicitResult
+    from ._mcp_methods import (
+        McpAddParams,
+        McpAddResult,
+        McpLoginParams,
+        McpLoginResult,
+        McpLogoutParams,
+        McpLogoutResult,
+        McpRemoveParams,
+        McpRemoveResult,
+        McpServersParams,
+        McpServersResult,
+        McpServerStatus,
+    )
     from ._optional import RUN_NOTIFICATIONS
     from ._runs import (
         CheckpointNotification,
@@ -136,24 +139,24 @@ _MODULE_OF: dict[str, str] = {
     "LlmDeltaNotification": "_llm",
     "LlmGenerateParams": "_llm",
     "LlmGenerateResult": "_llm",
-    "McpAddParams": "_mcp",
-    "McpAddResult": "_mcp",
+    "McpAddParams": "_mcp_methods",
+    "McpAddResult": "_mcp_methods",
     "McpElicitParams": "_mcp_client",
     "McpElicitResult": "_mcp_client",
     "McpGrant": "_mcp",
     "McpIdentityProvider": "_mcp",
-    "McpLoginParams": "_mcp",
-    "McpLoginResult": "_mcp",
-    "McpLogoutParams": "_mcp",
-    "McpLogoutResult": "_mcp",
+    "McpLoginParams": "_mcp_methods",
+    "McpLoginResult": "_mcp_methods",
+    "McpLogoutParams": "_mcp_methods",
+    "McpLogoutResult": "_mcp_methods",
     "McpOAuth": "_mcp",
     "McpProtocol": "_mcp",
-    "McpRemoveParams": "_mcp",
-    "McpRemoveResult": "_mcp",
+    "McpRemoveParams": "_mcp_methods",
+    "McpRemoveResult": "_mcp_methods",
     "McpServerEntry": "_mcp",
-    "McpServerStatus": "_mcp",
-    "McpServersParams": "_mcp",
-    "McpServersResult": "_mcp",
+    "McpServerStatus": "_mcp_methods",
+    "McpServersParams": "_mcp_methods",
+    "McpServersResult": "_mcp_methods",
     "McpStatus": "_mcp",
     "McpTrust": "_mcp",
     "MessageDeltaNotification": "_runs",
