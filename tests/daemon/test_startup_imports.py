@@ -56,6 +56,8 @@ NOT_BEFORE_INITIALIZE = {
     "cleveragents.protocol._types._llm": "the llm/* wire types",
     "cleveragents.protocol._types._mcp_client": "the mcp/elicit wire types",
     "cleveragents.protocol._types._mcp_methods": "the mcp/* wire types",
+    "cleveragents.protocol._types._run_requests": "the run/* requests' wire types",
+    "cleveragents.protocol._types._checkpoints": "the checkpoint wire types (run/diff, forks)",
     # the other faces and the terminal client
     "cleveragents.acp": "the ACP face",
     "cleveragents.client.commands": "cleveragents run",

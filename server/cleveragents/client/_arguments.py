@@ -8,6 +8,7 @@ at the call that made it. Knows no transport.
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
@@ -28,10 +29,17 @@ ElicitationCallback = Callable[[dict[str, Any]], dict[str, Any] | Awaitable[dict
 LlmCallback = Callable[[dict[str, Any]], dict[str, Any] | Awaitable[dict[str, Any]]]
 """Answers ``llm/generate`` params with ``{content, toolCalls, usage?}``."""
 
-_RUN_PARAM_NAMES: dict[str, str] = {}
-for _field in attrs.fields(wire.RunParams):
-    if _field.name != "prompt":
-        _RUN_PARAM_NAMES[_field.name] = _RUN_PARAM_NAMES[camel(_field.name)] = camel(_field.name)
+
+@functools.cache
+def _run_param_names() -> dict[str, str]:
+    """Each ``RunParams`` field but the prompt, by its Python and its wire name -> its wire
+    name: read at the first ``run()``, since a daemon imports this package to read its
+    configuration before its ``initialize`` reply and needs no ``run/*`` wire type."""
+    names: dict[str, str] = {}
+    for field in attrs.fields(wire.RunParams):
+        if field.name != "prompt":
+            names[field.name] = names[camel(field.name)] = camel(field.name)
+    return names
 
 
 def run_params(params: Mapping[str, Any]) -> dict[str, Any]:
@@ -39,11 +47,11 @@ def run_params(params: Mapping[str, Any]) -> dict[str, Any]:
     and wire names (``maxIterations``) both; anything else is a ``TypeError``."""
     out: dict[str, Any] = {}
     for key, value in params.items():
-        name = _RUN_PARAM_NAMES.get(key)
+        name = _run_param_names().get(key)
         if name is None:
             raise TypeError(
                 f"run() got an unexpected keyword argument {key!r}; RunParams fields are "
-                + ", ".join(sorted({k for k in _RUN_PARAM_NAMES if "_" in k or k.islower()}))
+                + ", ".join(sorted({k for k in _run_param_names() if "_" in k or k.islower()}))
             )
         if name in out:
             raise TypeError(f"run() got {key!r} twice (as {name!r} too)")

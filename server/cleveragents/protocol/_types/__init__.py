@@ -8,10 +8,10 @@ meaning: the JSON Schema document, the TypeScript types and the field tables of
 ``client-protocol/PROTOCOL.md`` are generated from these classes.
 
 One module per concern: ``_lifecycle`` (``initialize``), ``_tools`` (tool definitions,
-``tools/*``, ``permission/request``), ``_runs`` (``run/*`` and a run's notifications),
-``_mcp`` (an MCP server's entry), ``_mcp_methods`` (``mcp/*``), ``_llm`` (the client's
-model). ``Decision``, ``PermissionOutcome`` and ``ToolCallRecord`` are the core's own,
-reused on the wire as they are.
+``tools/*``, ``permission/request``), ``_runs`` (a run's result and notifications),
+``_run_requests`` (``run/*``), ``_mcp`` (an MCP server's entry), ``_mcp_methods``
+(``mcp/*``), ``_llm`` (the client's model). ``Decision``, ``PermissionOutcome`` and
+``ToolCallRecord`` are the core's own, reused on the wire as they are.
 
 Each class is built when first named here (``wire.RunParams``), not when this package is
 imported: ``cleveragents serve`` answers ``initialize`` with only the few it needs.
@@ -75,25 +75,27 @@ if typing.TYPE_CHECKING:
         McpServerStatus,
     )
     from ._optional import RUN_NOTIFICATIONS
-    from ._runs import (
-        CheckpointNotification,
-        CompactedNotification,
+    from ._run_requests import (
         CompactionSettings,
         EmptyParams,
         EmptyResult,
+        RunIdParams,
+        RunLimits,
+        RunListResult,
+        RunParams,
+        RunSummary,
+    )
+    from ._runs import (
+        CheckpointNotification,
+        CompactedNotification,
         IterationNotification,
         MessageDeltaNotification,
         ReasoningDeltaNotification,
         RunError,
         RunFinishedNotification,
-        RunIdParams,
-        RunLimits,
-        RunListResult,
-        RunParams,
         RunResult,
         RunStartedNotification,
         RunStatus,
-        RunSummary,
         ToolCallNotification,
         ToolCallProgressNotification,
         ToolCallStartedNotification,
@@ -123,12 +125,12 @@ _MODULE_OF: dict[str, str] = {
     "CheckpointRestoreParams": "_checkpoints",
     "ClientCapabilitiesCleverAgents": "_lifecycle",
     "CompactedNotification": "_runs",
-    "CompactionSettings": "_runs",
+    "CompactionSettings": "_run_requests",
     "Conflict": "_checkpoints",
     "CustomProfile": "_lifecycle",
     "DaemonCapabilities": "_lifecycle",
-    "EmptyParams": "_runs",
-    "EmptyResult": "_runs",
+    "EmptyParams": "_run_requests",
+    "EmptyResult": "_run_requests",
     "FileChangeWire": "_checkpoints",
     "ForkFrom": "_checkpoints",
     "InitializationOptions": "_lifecycle",
@@ -170,15 +172,15 @@ _MODULE_OF: dict[str, str] = {
     "RunDiffResult": "_checkpoints",
     "RunError": "_runs",
     "RunFinishedNotification": "_runs",
-    "RunIdParams": "_runs",
-    "RunLimits": "_runs",
-    "RunListResult": "_runs",
-    "RunParams": "_runs",
+    "RunIdParams": "_run_requests",
+    "RunLimits": "_run_requests",
+    "RunListResult": "_run_requests",
+    "RunParams": "_run_requests",
     "RunResult": "_runs",
     "RunRevertParams": "_checkpoints",
     "RunStartedNotification": "_runs",
     "RunStatus": "_runs",
-    "RunSummary": "_runs",
+    "RunSummary": "_run_requests",
     "ToolAnnotationsWire": "_tools",
     "ToolCallNotification": "_runs",
     "ToolCallProgressNotification": "_runs",
