@@ -26,9 +26,9 @@ the wire or the faces.
 
 from __future__ import annotations
 
-import importlib
 import typing
 
+from ..tool._lazy import lazy_exports as _lazy_exports
 from ._errors import CheckpointError, CheckpointNotFoundError
 from ._model import (
     Checkpoint,
@@ -46,24 +46,18 @@ if typing.TYPE_CHECKING:
     from ._store import CheckpointStore
 
 _LAZY = {
-    "CheckpointStore": "._store",
-    "stored_workspaces": "._find",
-    "diffstat": "._stat",
-    "diffstat_totals": "._stat",
-    "quote_path": "._stat",
+    "CheckpointStore": "_store",
+    "stored_workspaces": "_find",
+    "diffstat": "_stat",
+    "diffstat_totals": "_stat",
+    "quote_path": "_stat",
 }
 """Names whose modules (the store, SQLite, difflib) load at their first use: the daemon
 builds its settings from this package's values before its ``initialize`` reply, and
 opens a store only for a run (~7 ms of imports kept out of its start-up)."""
 
 
-def __getattr__(name: str) -> typing.Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(module, __name__), name)
-    globals()[name] = value
-    return value
+__getattr__ = _lazy_exports(__name__, _LAZY, globals())
 
 
 __all__ = [

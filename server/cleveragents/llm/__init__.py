@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import typing
 
+from ..tool._lazy import lazy_exports as _lazy_exports
 from ._providers import Provider, get_provider, providers, register_provider
 from ._redact import log_scrubber
 from .errors import ContextOverflowError, ModelConfigError, ModelProviderError
@@ -50,15 +51,7 @@ _LAZY = {
 its model spec before its ``initialize`` reply, and builds the model only for a run."""
 
 
-def __getattr__(name: str) -> typing.Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    # __import__, not importlib.import_module: -X importtime (the start-up test's reading)
-    # sees only imports that go through it
-    value = getattr(__import__(f"{__name__}.{module}", fromlist=[name]), name)
-    globals()[name] = value  # the next lookup is a plain attribute
-    return value
+__getattr__ = _lazy_exports(__name__, _LAZY, globals())
 
 
 __all__ = [

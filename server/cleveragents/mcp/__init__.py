@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import typing
 
+from ..tool._lazy import lazy_exports as _lazy_exports
 from ._config import (
     SERVER_NAME_PATTERN,
     IdentityProviderConfig,
@@ -55,14 +56,7 @@ first named: the daemon reads entries and checks the SDK before its ``initialize
 reply, and starts a server only after it."""
 
 
-def __getattr__(name: str) -> typing.Any:
-    if name not in _LAZY:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    # __import__, not importlib.import_module: -X importtime (the start-up test's reading)
-    # sees only imports that go through it
-    value = getattr(__import__(f"{__name__}._server", fromlist=[name]), name)
-    globals()[name] = value  # the next lookup is a plain attribute
-    return value
+__getattr__ = _lazy_exports(__name__, dict.fromkeys(_LAZY, "_server"), globals())
 
 
 __all__ = [
